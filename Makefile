@@ -1,0 +1,51 @@
+# make run  — set up and start everything on an embedded default (SQLite, file broker).
+# make test — run the whole suite against PostgreSQL (DATABASE_URL, default local server).
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/memoryadmin
+TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+
+.PHONY: run test install install-dev lint fmt screenshots clean
+
+# A Python >= 3.12: the first of python3.13, python3.12, python3 that is new enough,
+# then any pyenv install.
+PYTHON := $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
+	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$p; break; }; done)
+
+$(VENV)/.installed: pyproject.toml
+	@test -n "$(PYTHON)" || { echo "memoryadmin needs Python 3.12 or newer; none was found." >&2; exit 1; }
+	@echo "Using $(PYTHON)"
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+
+run: install
+	@DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input -v 0
+	@DEBUG=$${DEBUG:-1} $(PY) manage.py seed_demo
+	@DEBUG=$${DEBUG:-1} $(PY) manage.py collectstatic --no-input -v 0
+	@DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(PY) -m memoryadmin.devserver
+
+test: install
+	DEBUG=1 $(PY) manage.py collectstatic --no-input -v 0
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
+	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
+
+fmt: install
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+clean:
+	rm -rf $(VENV) .celery memoryadmin.sqlite3 staticfiles

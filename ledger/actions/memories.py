@@ -1,0 +1,410 @@
+"""Writes to memories. ``write_memory`` is the write gate: every agent write goes through it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ledger import policy
+from ledger.actions.tracking import save_tracked
+from ledger.actors import Actor
+from ledger.models import Agent, Conflict, Memory, Policy, Run, Source, Subject, WriteDecision
+
+
+@dataclass(frozen=True)
+class SourceInput:
+    kind: str
+    ref: str
+    run: str | None = None
+    turn: int | None = None
+    excerpt: str = ""
+
+
+@dataclass(frozen=True)
+class MemoryInput:
+    subject: str
+    kind: str
+    statement: str
+    basis: str
+    source: SourceInput
+    key: str = ""
+    expires_at: datetime | None = None
+    # True when the request said nothing about expiry: the policy's default applies.
+    expires_omitted: bool = True
+    permanent: bool = False
+
+
+@dataclass(frozen=True)
+class GateResult:
+    outcome: str
+    reason: str
+    memory: Memory | None = None
+    conflict: Conflict | None = None
+    expires_capped: bool = False
+    code: str = ""
+    status: int = 201
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome == WriteDecision.Outcome.REFUSED
+
+
+def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
+    """Decide one agent write, apply it, and record the decision with its reason."""
+    actor = Actor.for_agent(agent)
+    now = timezone.now()
+    with transaction.atomic():
+        subject = _lock_subject(data.subject)
+        try:
+            result = _decide_and_write(
+                actor=actor, agent=agent, subject=subject, data=data, now=now
+            )
+        except policy.Refusal as refusal:
+            result = GateResult(
+                outcome=WriteDecision.Outcome.REFUSED,
+                reason=refusal.detail,
+                code=refusal.code,
+                status=refusal.status,
+            )
+            subject_for_record = subject
+        else:
+            subject_for_record = result.memory.subject if result.memory else subject
+        WriteDecision.objects.create(
+            agent=agent,
+            subject=subject_for_record,
+            memory=result.memory,
+            source=result.memory.sources.last() if result.memory else None,
+            outcome=result.outcome,
+            code=result.code,
+            reason=result.reason,
+            decided_at=now,
+        )
+    return result
+
+
+def _lock_subject(ref: str) -> Subject | None:
+    """The subject row, locked so that writes about one subject are decided one at a time."""
+    return Subject.objects.select_for_update().filter(ref=ref).first()
+
+
+def _create_subject(ref: str, actor: Actor) -> Subject:
+    subject = Subject(ref=ref)
+    try:
+        with transaction.atomic():
+            save_tracked(subject, actor=actor, reason="First memory written about this subject.")
+    except IntegrityError:
+        # Another write created it first; take that row, locked.
+        return Subject.objects.select_for_update().get(ref=ref)
+    return subject
+
+
+def _decide_and_write(
+    *, actor: Actor, agent: Agent, subject: Subject | None, data: MemoryInput, now: datetime
+) -> GateResult:
+    current = Policy.current()
+    policy.refuse_system_of_record(current, data.key)
+    policy.refuse_if_paused(subject is not None and subject.memory_paused)
+
+    normalized = policy.normalize_statement(data.statement)
+    if subject is not None:
+        duplicate = Memory.objects.for_subject(subject).live().filter(normalized=normalized).first()
+        if duplicate is not None:
+            return _merge_evidence(actor=actor, agent=agent, memory=duplicate, data=data, now=now)
+        policy.refuse_over_cap(current, Memory.objects.for_subject(subject).live().count())
+    else:
+        subject = _create_subject(data.subject, actor)
+
+    expiry = policy.expiry_for(
+        current,
+        kind=data.kind,
+        basis=data.basis,
+        now=now,
+        requested=data.expires_at,
+        omitted=data.expires_omitted,
+    )
+    pending = policy.needs_corroboration(current, basis=data.basis, distinct_sources=1)
+    memory = Memory(
+        subject=subject,
+        kind=data.kind,
+        key=data.key,
+        statement=data.statement,
+        normalized=normalized,
+        basis=data.basis,
+        status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
+        written_at=now,
+        confirmed_at=None if pending else now,
+        expires_at=expiry.expires_at,
+        review_at=policy.review_date_for(current, kind=data.kind, now=now),
+        agent=agent,
+        run=_run_for(data.source.run, agent=agent, subject=subject),
+    )
+    if pending:
+        reason = (
+            f"Inferred from one source; the policy asks for "
+            f"{current.inferred_sources_required} independent sources or a person's "
+            f"confirmation before agents may use it."
+        )
+    else:
+        reason = f"Accepted: {data.basis} {data.kind}."
+    if expiry.capped:
+        reason += " Expiry capped at the policy's longest life for an inferred memory."
+    save_tracked(memory, actor=actor, reason=reason)
+    _add_source(memory=memory, data=data.source, agent=agent, now=now, actor=actor)
+
+    conflict = None if pending else refresh_conflict(subject=subject, key=data.key, actor=actor)
+    if conflict is not None:
+        return GateResult(
+            outcome=WriteDecision.Outcome.CONFLICT,
+            reason=reason + f" It disagrees with another memory in the slot '{data.key}'; "
+            "both are kept and a conflict is open for a person to resolve.",
+            memory=memory,
+            conflict=conflict,
+            expires_capped=expiry.capped,
+        )
+    return GateResult(
+        outcome=WriteDecision.Outcome.PENDING if pending else WriteDecision.Outcome.ACCEPTED,
+        reason=reason,
+        memory=memory,
+        expires_capped=expiry.capped,
+    )
+
+
+def _merge_evidence(
+    *, actor: Actor, agent: Agent, memory: Memory, data: MemoryInput, now: datetime
+) -> GateResult:
+    """A write that repeats a live memory adds its source as evidence, not a new row."""
+    _add_source(memory=memory, data=data.source, agent=agent, now=now, actor=actor)
+    reason = "Same statement as a live memory: the source was added as evidence."
+    distinct = memory.sources.values("kind", "ref").distinct().count()
+    if memory.status == Memory.Status.PENDING and not policy.needs_corroboration(
+        Policy.current(), basis=memory.basis, distinct_sources=distinct
+    ):
+        memory.status = Memory.Status.ACTIVE
+        memory.confirmed_at = now
+        memory.status_changed_at = now
+        reason += f" Corroborated by {distinct} independent sources: now active."
+        save_tracked(
+            memory,
+            actor=actor,
+            reason=reason,
+            update_fields=["status", "confirmed_at", "status_changed_at"],
+            bump_version=True,
+        )
+        refresh_conflict(subject=memory.subject, key=memory.key, actor=actor)
+    return GateResult(
+        outcome=WriteDecision.Outcome.MERGED, reason=reason, memory=memory, status=200
+    )
+
+
+def _run_for(ref: str | None, *, agent: Agent | None, subject: Subject) -> Run | None:
+    if not ref or agent is None:
+        return None
+    run, _ = Run.objects.get_or_create(ref=ref, defaults={"agent": agent, "subject": subject})
+    return run
+
+
+def _add_source(
+    *, memory: Memory, data: SourceInput, agent: Agent | None, now: datetime, actor: Actor
+) -> Source:
+    source = Source(
+        kind=data.kind,
+        ref=data.ref,
+        run=_run_for(data.run, agent=agent, subject=memory.subject),
+        turn=data.turn,
+        excerpt=data.excerpt,
+        received_at=now,
+        memory=memory,
+    )
+    save_tracked(source, actor=actor, reason="Evidence for a memory.")
+    return source
+
+
+def refresh_conflict(*, subject: Subject, key: str, actor: Actor) -> Conflict | None:
+    """Open, extend or close the conflict for one slot to match what is active in it.
+
+    Nothing here picks a winner: the conflict stays open until only one statement is
+    left active in the slot, by a person's correction, retraction or confirmation.
+    """
+    if not key:
+        return None
+    active = list(Memory.objects.in_slot(subject, key).filter(status=Memory.Status.ACTIVE))
+    disagree = len({m.normalized for m in active}) > 1
+    conflict = Conflict.objects.open().filter(subject=subject, key=key).first()
+    now = timezone.now()
+    if disagree:
+        if conflict is None:
+            conflict = Conflict(subject=subject, key=key, opened_at=now)
+            save_tracked(conflict, actor=actor, reason=f"Memories disagree in slot '{key}'.")
+        conflict.memories.add(*active)
+        return conflict
+    if conflict is not None:
+        conflict.status = Conflict.Status.RESOLVED
+        conflict.resolved_at = now
+        save_tracked(
+            conflict,
+            actor=actor,
+            reason="Only one statement is left active in the slot.",
+            update_fields=["status", "resolved_at"],
+        )
+    return None
+
+
+def correct_memory(
+    *,
+    memory: Memory,
+    actor: Actor,
+    statement: str,
+    reason: str,
+    source: SourceInput | None = None,
+) -> Memory:
+    """A new memory supersedes the old one, which keeps its text for audit."""
+    now = timezone.now()
+    with transaction.atomic():
+        old = Memory.objects.select_for_update().get(pk=memory.pk)
+        if old.status not in Memory.LIVE and old.status != Memory.Status.EXPIRED:
+            raise policy.Refusal(
+                "not_correctable", f"A {old.status} memory cannot be corrected.", status=409
+            )
+        by_person = actor.user is not None
+        current = Policy.current()
+        new = Memory(
+            subject=old.subject,
+            kind=old.kind,
+            key=old.key,
+            statement=statement,
+            normalized=policy.normalize_statement(statement),
+            # A person's correction is their own statement; an agent's keeps the old basis.
+            basis=Memory.Basis.STATED if by_person else old.basis,
+            stated_by="correction" if by_person else "",
+            status=Memory.Status.ACTIVE,
+            written_at=now,
+            confirmed_at=now,
+            expires_at=old.expires_at if old.status != Memory.Status.EXPIRED else None,
+            review_at=policy.review_date_for(current, kind=old.kind, now=now),
+            supersedes=old,
+            agent=actor.agent,
+            run=old.run,
+        )
+        if new.basis == Memory.Basis.INFERRED and new.expires_at is None:
+            new.expires_at = policy.expiry_for(
+                current, kind=new.kind, basis=new.basis, now=now, requested=None, omitted=True
+            ).expires_at
+        old.status = Memory.Status.SUPERSEDED
+        old.status_changed_at = now
+        save_tracked(
+            old,
+            actor=actor,
+            reason=f"Corrected: {reason}",
+            update_fields=["status", "status_changed_at"],
+            bump_version=True,
+        )
+        save_tracked(new, actor=actor, reason=f"Correction of an earlier memory: {reason}")
+        source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"correction:{old.pk}")
+        _add_source(memory=new, data=source, agent=actor.agent or old.agent, now=now, actor=actor)
+        refresh_conflict(subject=new.subject, key=new.key, actor=actor)
+    memory.refresh_from_db()
+    return new
+
+
+def set_status(*, memory: Memory, actor: Actor, status: str, reason: str) -> Memory:
+    """Move one memory to ``status`` (retract, restore, expire …) and keep the slot honest."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        locked.status = status
+        locked.status_changed_at = now
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=reason,
+            update_fields=["status", "status_changed_at"],
+            bump_version=True,
+        )
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+    return locked
+
+
+def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
+    if memory.status not in (*Memory.LIVE, Memory.Status.EXPIRED):
+        raise policy.Refusal(
+            "not_retractable", f"A {memory.status} memory cannot be retracted.", status=409
+        )
+    return set_status(memory=memory, actor=actor, status=Memory.Status.RETRACTED, reason=reason)
+
+
+def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
+    """A person says a guess is right: it becomes active and stated, by confirmation."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        if locked.status not in Memory.LIVE:
+            raise policy.Refusal(
+                "not_confirmable", f"A {locked.status} memory cannot be confirmed.", status=409
+            )
+        current = Policy.current()
+        if locked.basis == Memory.Basis.INFERRED:
+            locked.basis = Memory.Basis.STATED
+            locked.stated_by = "confirmation"
+        locked.status = Memory.Status.ACTIVE
+        locked.confirmed_at = now
+        locked.status_changed_at = now
+        locked.review_at = policy.review_date_for(current, kind=locked.kind, now=now)
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=reason or "Confirmed by a person.",
+            update_fields=[
+                "basis",
+                "stated_by",
+                "status",
+                "confirmed_at",
+                "status_changed_at",
+                "review_at",
+            ],
+            bump_version=True,
+        )
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+    return locked
+
+
+def import_memory(
+    *,
+    subject: Subject,
+    kind: str,
+    statement: str,
+    basis: str,
+    source: SourceInput,
+    written_at: datetime,
+    expires_at: datetime | None,
+    actor: Actor,
+    key: str = "",
+) -> Memory:
+    """Bring in a memory from an older store with its original dates.
+
+    Unlike the gate, this keeps dates in the past: a memory already past its expiry
+    arrives expired, so it is never served.
+    """
+    now = timezone.now()
+    expired = expires_at is not None and expires_at <= now
+    with transaction.atomic():
+        memory = Memory(
+            subject=subject,
+            kind=kind,
+            key=key,
+            statement=statement,
+            normalized=policy.normalize_statement(statement),
+            basis=basis,
+            status=Memory.Status.EXPIRED if expired else Memory.Status.ACTIVE,
+            written_at=written_at,
+            confirmed_at=written_at,
+            expires_at=expires_at,
+            review_at=policy.review_date_for(Policy.current(), kind=kind, now=written_at),
+            status_changed_at=now if expired else None,
+        )
+        save_tracked(memory, actor=actor, reason="Imported with its original dates.")
+        _add_source(memory=memory, data=source, agent=None, now=written_at, actor=actor)
+        refresh_conflict(subject=subject, key=key, actor=actor)
+    return memory

@@ -1,0 +1,38 @@
+"""Who changed something: a person, an agent or the system itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+
+    from ledger.models import Agent
+
+
+@dataclass(frozen=True)
+class Actor:
+    label: str
+    user: User | None = None
+    agent: Agent | None = None
+
+    @classmethod
+    def for_user(cls, user: User) -> Actor:
+        return cls(label=f"user:{user.get_username()}", user=user)
+
+    @classmethod
+    def for_agent(cls, agent: Agent) -> Actor:
+        return cls(label=f"agent:{agent.name}", agent=agent)
+
+    @classmethod
+    def system(cls, name: str) -> Actor:
+        return cls(label=f"system:{name}")
+
+    @property
+    def kind(self) -> str:
+        return self.label.split(":", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.label.split(":", 1)[1]

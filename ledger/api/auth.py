@@ -1,0 +1,72 @@
+"""Agents authenticate with ``Authorization: Bearer <key>``. People's sessions are not
+accepted here: the API is not a way around the dashboard's permissions."""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from rest_framework import authentication, exceptions, permissions
+from rest_framework.request import Request
+
+from ledger.actions.agents import hash_key, split_key
+from ledger.models import Agent
+
+
+class AgentPrincipal:
+    """What ``request.user`` is for an API call: the agent behind the key."""
+
+    is_authenticated = True
+    is_anonymous = False
+
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+
+    def __str__(self) -> str:
+        return f"agent:{self.agent.name}"
+
+
+class AgentKeyAuthentication(authentication.BaseAuthentication):
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[AgentPrincipal, Agent] | None:
+        header = authentication.get_authorization_header(request).decode("latin-1")
+        if not header:
+            return None
+        scheme, _, key = header.partition(" ")
+        if scheme != self.keyword or not key.strip():
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <API key>'.")
+        parts = split_key(key.strip())
+        agent = Agent.objects.filter(key_prefix=parts[0]).first() if parts else None
+        if agent is None or not hmac.compare_digest(agent.key_hash, hash_key(key.strip())):
+            raise exceptions.AuthenticationFailed("This API key is not valid.")
+        if not agent.is_active:
+            raise exceptions.AuthenticationFailed("This API key has been revoked.")
+        return AgentPrincipal(agent), agent
+
+    def authenticate_header(self, request: Request) -> str:
+        return self.keyword
+
+
+class HasAgentScope(permissions.BasePermission):
+    """Reads need the ``read`` scope, anything that changes data the ``write`` scope."""
+
+    message = "This API key lacks the scope this request needs."
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        agent = request.auth
+        if not isinstance(agent, Agent):
+            return False
+        scope = getattr(view, "required_scope", None)
+        if scope is None:
+            scope = "read" if request.method in permissions.SAFE_METHODS else "write"
+        if not agent.has_scope(scope):
+            self.message = f"This API key lacks the '{scope}' scope."
+            return False
+        return True
+
+
+def agent_of(request: Request) -> Agent:
+    agent = request.auth
+    assert isinstance(agent, Agent)
+    return agent

@@ -1,0 +1,187 @@
+"""Memories through the API: the gated write, reads, history, corrections, retraction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db.models import QuerySet
+from drf_spectacular.utils import extend_schema
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from ledger.actions.memories import correct_memory, retract_memory, write_memory
+from ledger.actors import Actor
+from ledger.api.auth import agent_of
+from ledger.api.idempotency import idempotent
+from ledger.api.serializers import (
+    ConflictSerializer,
+    CorrectionSerializer,
+    HistoryEntrySerializer,
+    MemorySerializer,
+    MemoryWriteSerializer,
+    RetractSerializer,
+    SubjectSerializer,
+    source_input,
+)
+from ledger.models import Memory, Subject
+
+
+class NewestFirst(CursorPagination):
+    ordering = ("-written_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+class HistoryPage(CursorPagination):
+    ordering = ("-history_date", "-history_id")
+    page_size = 100
+
+
+FILTERS = {
+    "kind": Memory.Kind.values,
+    "basis": Memory.Basis.values,
+    "status": Memory.Status.values,
+}
+
+
+def check_if_match(request: Request, memory: Memory) -> Response | None:
+    """Refuse a change made against a stale copy: the ETag the client holds must match."""
+    expected = request.headers.get("If-Match")
+    if expected is None or expected in ("*", memory.etag, memory.etag.strip('"')):
+        return None
+    return Response(
+        {
+            "detail": f"The memory has changed: its current version is {memory.version}.",
+            "code": "stale_version",
+        },
+        status=status.HTTP_412_PRECONDITION_FAILED,
+        headers={"ETag": memory.etag},
+    )
+
+
+class MemoryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = MemorySerializer
+    pagination_class = NewestFirst
+
+    def get_queryset(self) -> QuerySet[Memory]:
+        queryset = Memory.objects.select_related(
+            "subject", "run", "agent", "superseded_by"
+        ).prefetch_related("sources__run", "conflicts")
+        if self.action != "list":
+            return queryset
+        params = self.request.query_params
+        errors = {
+            name: [f"'{params[name][:50]}' is not one of: {', '.join(allowed)}."]
+            for name, allowed in FILTERS.items()
+            if name in params and params[name] not in allowed
+        }
+        if errors:
+            raise serializers.ValidationError(errors)
+        for name in (*FILTERS, "key"):
+            if name in params:
+                queryset = queryset.filter(**{name: params[name]})
+        if "subject" in params:
+            queryset = queryset.filter(subject__ref=params["subject"])
+        return queryset
+
+    def retrieve(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        memory = self.get_object()
+        return Response(MemorySerializer(memory).data, headers={"ETag": memory.etag})
+
+    @extend_schema(request=MemoryWriteSerializer, responses={201: MemorySerializer})
+    def create(self, request: Request) -> Response:
+        """The write gate. Every decision, including a refusal, is recorded."""
+
+        def write() -> tuple[Response, Subject | None]:
+            incoming = MemoryWriteSerializer(data=request.data)
+            if not incoming.is_valid():
+                return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
+            result = write_memory(agent=agent_of(request), data=incoming.to_input())
+            body: dict[str, Any] = {
+                "decision": {"outcome": result.outcome, "reason": result.reason},
+            }
+            if result.refused:
+                body.update(detail=result.reason, code=result.code)
+                return Response(body, status=result.status), None
+            memory = self.get_queryset().get(pk=result.memory.pk)
+            body["memory"] = MemorySerializer(memory).data
+            body["expires_at_capped"] = result.expires_capped
+            body["conflict"] = ConflictSerializer(result.conflict).data if result.conflict else None
+            return (
+                Response(body, status=result.status, headers={"ETag": memory.etag}),
+                memory.subject,
+            )
+
+        return idempotent(request, write)
+
+    @extend_schema(responses={200: HistoryEntrySerializer(many=True)})
+    @action(detail=True, methods=["get"])
+    def history(self, request: Request, pk: str) -> Response:
+        memory = self.get_object()
+        paginator = HistoryPage()
+        page = paginator.paginate_queryset(memory.history.all(), request, view=self)
+        return paginator.get_paginated_response(HistoryEntrySerializer(page, many=True).data)
+
+    @extend_schema(request=CorrectionSerializer, responses={201: MemorySerializer})
+    @action(detail=True, methods=["post"])
+    def corrections(self, request: Request, pk: str) -> Response:
+        memory = self.get_object()
+
+        def write() -> tuple[Response, Subject | None]:
+            stale = check_if_match(request, memory)
+            if stale is not None:
+                return stale, None
+            incoming = CorrectionSerializer(data=request.data)
+            if not incoming.is_valid():
+                return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
+            data = incoming.validated_data
+            new = correct_memory(
+                memory=memory,
+                actor=Actor.for_agent(agent_of(request)),
+                statement=data["statement"],
+                reason=data["reason"],
+                source=source_input(data["source"]) if "source" in data else None,
+            )
+            new = self.get_queryset().get(pk=new.pk)
+            return (
+                Response(MemorySerializer(new).data, status=201, headers={"ETag": new.etag}),
+                memory.subject,
+            )
+
+        return idempotent(request, write)
+
+    @extend_schema(request=RetractSerializer, responses={200: MemorySerializer})
+    @action(detail=True, methods=["post"])
+    def retract(self, request: Request, pk: str) -> Response:
+        memory = self.get_object()
+
+        def write() -> tuple[Response, Subject | None]:
+            stale = check_if_match(request, memory)
+            if stale is not None:
+                return stale, None
+            incoming = RetractSerializer(data=request.data)
+            if not incoming.is_valid():
+                return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
+            retract_memory(
+                memory=memory,
+                actor=Actor.for_agent(agent_of(request)),
+                reason=incoming.validated_data["reason"],
+            )
+            fresh = self.get_queryset().get(pk=memory.pk)
+            return (
+                Response(MemorySerializer(fresh).data, headers={"ETag": fresh.etag}),
+                memory.subject,
+            )
+
+        return idempotent(request, write)
+
+
+class SubjectViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    serializer_class = SubjectSerializer
+    lookup_field = "ref"
+    lookup_value_regex = r"[^/]+"
+    queryset = Subject.objects.all()

@@ -1,0 +1,27 @@
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ledger.actions.agents import create_agent
+from ledger.actors import Actor
+from ledger.models import Agent
+
+
+class Command(BaseCommand):
+    help = "Create an agent and print its API key (shown once) on the last line."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--scopes", default="read", help="comma-separated: read,write")
+
+    def handle(self, *args: Any, name: str, scopes: str, **options: Any) -> None:
+        if Agent.objects.filter(name=name).exists():
+            raise CommandError(f"An agent named '{name}' already exists.")
+        wanted = [s.strip() for s in scopes.split(",") if s.strip()]
+        try:
+            agent, key = create_agent(name=name, scopes=wanted, actor=Actor.system("cli"))
+        except ValueError as error:
+            raise CommandError(str(error)) from error
+        self.stdout.write(f"Agent '{agent.name}' created with scopes {','.join(agent.scopes)}.")
+        self.stdout.write("Store this key now; it is never shown again:")
+        self.stdout.write(key)

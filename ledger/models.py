@@ -1,0 +1,636 @@
+"""The data memoryadmin keeps. Models hold data, constraints and small helpers.
+
+Nothing outside ``ledger.actions`` saves, updates or deletes a tracked model: those
+functions record who changed it and why, and write the history row in the same
+transaction. Reads live on the QuerySet classes in ``ledger.querysets``.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from simple_history.models import HistoricalRecords
+
+from ledger.querysets import (
+    ConflictQuerySet,
+    JournalEntryQuerySet,
+    LedgerEntryQuerySet,
+    MemoryQuerySet,
+    SubjectQuerySet,
+)
+
+
+class ActorHistory(models.Model):
+    """Extra columns on every history table: who acted, in words that survive the actor."""
+
+    history_actor = models.CharField(max_length=200, blank=True, default="")
+
+    class Meta:
+        abstract = True
+
+
+def tracked() -> HistoricalRecords:
+    """History for a model that people or agents change: who, when and an unbounded why."""
+    return HistoricalRecords(
+        bases=[ActorHistory],
+        history_change_reason_field=models.TextField(null=True),
+        cascade_delete_history=False,
+    )
+
+
+class Subject(models.Model):
+    """An account or a person that memories are about. Its owner is the end user."""
+
+    ref = models.CharField(max_length=100, unique=True)
+    display_name = models.CharField(max_length=200, blank=True, default="")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="subjects",
+    )
+    memory_paused = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = tracked()
+    objects = SubjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["ref"]
+
+    def __str__(self) -> str:
+        return self.display_name or self.ref
+
+    @property
+    def name(self) -> str:
+        return self.display_name or self.ref
+
+
+class Agent(models.Model):
+    """A program holding an API key. Only a hash of the key is stored."""
+
+    class Scope(models.TextChoices):
+        READ = "read"
+        WRITE = "write"
+
+    name = models.CharField(max_length=100, unique=True)
+    key_prefix = models.CharField(max_length=16, unique=True)
+    key_hash = models.CharField(max_length=64)
+    scopes = models.JSONField(default=list)
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    history = tracked()
+
+    def __str__(self) -> str:
+        return self.name
+
+    def has_scope(self, scope: str) -> bool:
+        return self.is_active and scope in self.scopes
+
+
+class Run(models.Model):
+    """One agent run: the unit that reads, writes, journals and compacts."""
+
+    ref = models.CharField(max_length=100, unique=True)
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="runs")
+    subject = models.ForeignKey(
+        Subject, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    started_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return self.ref
+
+
+class Source(models.Model):
+    """Where a claim came from: a message, a tool result, an operator, an import."""
+
+    class Kind(models.TextChoices):
+        USER_MESSAGE = "user_message", "message from the person"
+        TOOL_RESULT = "tool_result", "tool result"
+        OPERATOR = "operator", "operator"
+        IMPORT = "import", "import"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    ref = models.CharField(max_length=200)
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="sources"
+    )
+    turn = models.PositiveIntegerField(null=True, blank=True)
+    excerpt = models.TextField(blank=True, default="")
+    received_at = models.DateTimeField()
+    # Evidence for a memory; a ledger entry points at its source instead.
+    memory = models.ForeignKey(
+        "Memory", null=True, blank=True, on_delete=models.CASCADE, related_name="sources"
+    )
+
+    history = tracked()
+
+    class Meta:
+        ordering = ["received_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["user_message", "tool_result", "operator", "import"]),
+                name="source_kind_valid",
+            ),
+            models.CheckConstraint(condition=~Q(ref=""), name="source_ref_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind}:{self.ref}"
+
+
+class Memory(models.Model):
+    """One claim somebody chose to keep about a subject."""
+
+    class Kind(models.TextChoices):
+        PREFERENCE = "preference", "preference"
+        ACCOUNT_FACT = "account_fact", "fact about the account"
+        EPISODE = "episode", "past episode"
+
+    class Basis(models.TextChoices):
+        STATED = "stated", "stated"
+        INFERRED = "inferred", "inferred"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        PENDING = "pending"
+        SUPERSEDED = "superseded"
+        RETRACTED = "retracted"
+        EXPIRED = "expired"
+        ERASED = "erased"
+
+    STATEMENT_MAX = 200
+    # Statuses the gate compares new writes against and people are asked about.
+    LIVE = (Status.ACTIVE, Status.PENDING)
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="memories")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    key = models.CharField(max_length=100, blank=True, default="")
+    statement = models.CharField(max_length=STATEMENT_MAX)
+    # Lower-cased, white space folded: what duplicate detection compares.
+    normalized = models.CharField(max_length=STATEMENT_MAX)
+    basis = models.CharField(max_length=10, choices=Basis.choices)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    # How it became stated: "" when the person said it, "confirmation" when they confirmed
+    # a guess, "correction" when a person rewrote it.
+    stated_by = models.CharField(max_length=20, blank=True, default="")
+    written_at = models.DateTimeField()
+    confirmed_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    review_at = models.DateTimeField(null=True, blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    supersedes = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
+    )
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="memories"
+    )
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="memories"
+    )
+    version = models.PositiveIntegerField(default=1)
+
+    history = tracked()
+    objects = MemoryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-written_at"]
+        verbose_name_plural = "memories"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["preference", "account_fact", "episode"]),
+                name="memory_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(basis__in=["stated", "inferred"]), name="memory_basis_valid"
+            ),
+            models.CheckConstraint(
+                condition=Q(
+                    status__in=["active", "pending", "superseded", "retracted", "expired", "erased"]
+                ),
+                name="memory_status_valid",
+            ),
+            # Erasure blanks the statement; every other row must say something.
+            models.CheckConstraint(
+                condition=Q(status="erased") | ~Q(statement=""), name="memory_statement_not_empty"
+            ),
+            # A guess always has an end.
+            models.CheckConstraint(
+                condition=~Q(basis="inferred", expires_at__isnull=True),
+                name="memory_inferred_expires",
+            ),
+        ]
+        indexes = [
+            # Recall and the subject page: a subject's live memories by expiry.
+            models.Index(fields=["subject", "status", "expires_at"], name="memory_subject_live"),
+            models.Index(fields=["subject", "key"], name="memory_subject_key"),
+            models.Index(fields=["subject", "normalized"], name="memory_subject_normalized"),
+            # The expiry sweep and review reminders.
+            models.Index(
+                fields=["expires_at"],
+                name="memory_expiring",
+                condition=Q(status__in=["active", "pending"]),
+            ),
+            models.Index(
+                fields=["review_at"],
+                name="memory_reviewable",
+                condition=Q(status__in=["active", "pending", "expired"]),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.statement
+
+    @property
+    def etag(self) -> str:
+        return f'"{self.version}"'
+
+
+class Conflict(models.Model):
+    """Two or more active memories in one subject + key slot that disagree."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        RESOLVED = "resolved"
+
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts")
+    key = models.CharField(max_length=100)
+    memories = models.ManyToManyField(Memory, related_name="conflicts")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    opened_at = models.DateTimeField()
+    resolved_at = models.DateTimeField(null=True, blank=True)
+
+    history = tracked()
+    objects = ConflictQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-opened_at"]
+        constraints = [
+            # At most one open conflict per slot: new contenders join it.
+            models.UniqueConstraint(
+                fields=["subject", "key"],
+                condition=Q(status="open"),
+                name="conflict_one_open_per_slot",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject.ref}:{self.key}"
+
+
+def default_system_of_record_keys() -> list[str]:
+    """Slots another system owns: an agent must read them there, never remember them."""
+    return ["billing.address", "billing.email", "contact.email", "contact.phone", "payment.method"]
+
+
+class Policy(models.Model):
+    """The write policy admins can change. One row (pk=1); see ``Policy.current``."""
+
+    ttl_preference_days = models.PositiveIntegerField(default=365)
+    ttl_account_fact_days = models.PositiveIntegerField(default=180)
+    ttl_episode_days = models.PositiveIntegerField(default=90)
+    inferred_max_days = models.PositiveIntegerField(default=30)
+    inferred_sources_required = models.PositiveSmallIntegerField(default=2)
+    system_of_record_keys = models.JSONField(default=default_system_of_record_keys)
+    subject_active_cap = models.PositiveIntegerField(default=200)
+    recall_cap = models.PositiveSmallIntegerField(default=20)
+    review_preference_days = models.PositiveIntegerField(default=180)
+    review_account_fact_days = models.PositiveIntegerField(default=90)
+    review_episode_days = models.PositiveIntegerField(default=60)
+
+    history = tracked()
+
+    class Meta:
+        verbose_name_plural = "policy"
+        constraints = [
+            models.CheckConstraint(condition=Q(pk=1), name="policy_singleton"),
+            models.CheckConstraint(
+                condition=Q(inferred_sources_required__gte=1), name="policy_sources_at_least_one"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return "write policy"
+
+    @classmethod
+    def current(cls) -> Policy:
+        policy, _ = cls.objects.get_or_create(pk=1)
+        return policy
+
+    def ttl_days(self, kind: str) -> int:
+        return int(getattr(self, f"ttl_{kind}_days"))
+
+    def review_days(self, kind: str) -> int:
+        return int(getattr(self, f"review_{kind}_days"))
+
+
+class WriteDecision(models.Model):
+    """What the write gate decided for one request, and why. Append-only."""
+
+    class Outcome(models.TextChoices):
+        ACCEPTED = "accepted"
+        PENDING = "pending"
+        MERGED = "merged"
+        CONFLICT = "conflict"
+        REFUSED = "refused"
+
+    agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
+    subject = models.ForeignKey(
+        Subject, null=True, on_delete=models.CASCADE, related_name="write_decisions"
+    )
+    memory = models.ForeignKey(
+        Memory, null=True, on_delete=models.SET_NULL, related_name="write_decisions"
+    )
+    source = models.ForeignKey(Source, null=True, on_delete=models.SET_NULL, related_name="+")
+    outcome = models.CharField(max_length=10, choices=Outcome.choices)
+    code = models.CharField(max_length=40, blank=True, default="")
+    reason = models.TextField()
+    decided_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-decided_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.outcome}: {self.reason}"
+
+
+class IdempotencyRecord(models.Model):
+    """The first response to a write sent with an ``Idempotency-Key``, per agent."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    key = models.CharField(max_length=200)
+    fingerprint = models.CharField(max_length=64)
+    response_status = models.PositiveSmallIntegerField()
+    response_body = models.JSONField()
+    subject = models.ForeignKey(Subject, null=True, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "key"], name="idempotency_key_per_agent")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} ({self.response_status})"
+
+
+class Recall(models.Model):
+    """One read an agent made: what it asked for and exactly what it was given."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="recalls")
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="recalls"
+    )
+    turn = models.PositiveIntegerField(null=True, blank=True)
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="recalls")
+    goal = models.TextField(blank=True, default="")
+    k = models.PositiveSmallIntegerField()
+    block = models.TextField()
+    recalled_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-recalled_at", "-id"]
+        indexes = [models.Index(fields=["subject", "-recalled_at"], name="recall_subject_recent")]
+
+    def __str__(self) -> str:
+        return f"recall of {self.subject_id} at {self.recalled_at:%Y-%m-%d %H:%M}"
+
+
+class RecallItem(models.Model):
+    recall = models.ForeignKey(Recall, on_delete=models.CASCADE, related_name="items")
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="recall_items")
+    position = models.PositiveSmallIntegerField()
+    rank = models.FloatField()
+
+    class Meta:
+        ordering = ["position"]
+        constraints = [
+            models.UniqueConstraint(fields=["recall", "memory"], name="recall_item_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.position} (rank {self.rank:.3f})"
+
+
+class Reminder(models.Model):
+    """A memory due for review, or about to expire, for one audience."""
+
+    class Kind(models.TextChoices):
+        REVIEW = "review", "due for review"
+        EXPIRING = "expiring", "expiring soon"
+
+    class Audience(models.TextChoices):
+        OWNER = "owner", "the subject's owner"
+        SUPPORT = "support", "the support queue"
+
+    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reminders")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    audience = models.CharField(max_length=10, choices=Audience.choices)
+    recipient = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="reminders",
+    )
+    due_on = models.DateField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    read_at = models.DateTimeField(null=True, blank=True)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["due_on", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory", "kind", "audience", "due_on"], name="reminder_once_per_due_date"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} reminder for {self.audience}, due {self.due_on}"
+
+
+class LedgerEntry(models.Model):
+    """A durable fact or commitment that must survive every compaction."""
+
+    class Kind(models.TextChoices):
+        ESTABLISHED = "established"
+        INTERPRETATION = "interpretation"
+        PROPOSAL = "proposal"
+        COMMITMENT = "commitment"
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        SUPERSEDED = "superseded"
+        WITHDRAWN = "withdrawn"
+        EXPIRED = "expired"
+        ERASED = "erased"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="ledger_entries")
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger_entries"
+    )
+    agent = models.ForeignKey(
+        Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="ledger_entries"
+    )
+    key = models.CharField(max_length=100, blank=True, default="")
+    fact = models.TextField()
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    source = models.ForeignKey(Source, on_delete=models.PROTECT, related_name="ledger_entries")
+    promotion_source = models.ForeignKey(
+        Source, null=True, blank=True, on_delete=models.PROTECT, related_name="promotions"
+    )
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
+    immutable = models.BooleanField(default=False)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    supersedes = models.OneToOneField(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
+    )
+    recorded_at = models.DateTimeField()
+    version = models.PositiveIntegerField(default=1)
+
+    history = tracked()
+    objects = LedgerEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-recorded_at"]
+        verbose_name_plural = "ledger entries"
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(kind__in=["established", "interpretation", "proposal", "commitment"]),
+                name="ledger_kind_valid",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="erased") | ~Q(fact=""), name="ledger_fact_not_empty"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["subject", "status", "expires_at"], name="ledger_subject_live"),
+            models.Index(
+                fields=["expires_at"], name="ledger_expiring", condition=Q(status="active")
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.fact
+
+
+class JournalEntry(models.Model):
+    """An agent's side effect, written before it acts: intent → effect → verification."""
+
+    class State(models.TextChoices):
+        INTENDED = "intended"
+        DONE = "done"
+        NOT_DONE = "not_done"
+        UNKNOWN = "unknown"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="journal_entries")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="journal_entries")
+    idempotency_key = models.CharField(max_length=200)
+    action = models.CharField(max_length=200)
+    intent = models.JSONField()
+    effect = models.JSONField(null=True, blank=True)
+    verification = models.JSONField(null=True, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.INTENDED)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    history = tracked()
+    objects = JournalEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "journal entries"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "idempotency_key"], name="journal_key_per_agent"
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=["intended", "done", "not_done", "unknown"]),
+                name="journal_state_valid",
+            ),
+        ]
+        indexes = [models.Index(fields=["state", "created_at"], name="journal_state_age")]
+
+    def __str__(self) -> str:
+        return f"{self.action} ({self.state})"
+
+
+class RunNote(models.Model):
+    """A small keyed note an agent keeps during a run, outside its context window."""
+
+    KEY_MAX = 40
+    VALUE_MAX = 500
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="notes")
+    key = models.CharField(max_length=KEY_MAX)
+    value = models.CharField(max_length=VALUE_MAX)
+    updated_at = models.DateTimeField()
+
+    history = tracked()
+
+    class Meta:
+        ordering = ["key"]
+        constraints = [models.UniqueConstraint(fields=["run", "key"], name="run_note_key_once")]
+
+    def __str__(self) -> str:
+        return f"{self.key}={self.value}"
+
+
+class Snapshot(models.Model):
+    """One compaction of a run: the state document, checked by shape."""
+
+    class Status(models.TextChoices):
+        ACCEPTED = "accepted"
+        REJECTED = "rejected"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots")
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="snapshots")
+    generation = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices)
+    document = models.JSONField()
+    pinned = models.JSONField(default=list)
+    tokens_before = models.PositiveIntegerField(null=True, blank=True)
+    tokens_after = models.PositiveIntegerField(null=True, blank=True)
+    budget = models.JSONField(null=True, blank=True)
+    narrative = models.TextField(blank=True, default="")
+    problems = models.JSONField(default=list)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["run", "generation"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "generation"], name="snapshot_generation_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.run.ref}#{self.generation} ({self.status})"
+
+
+class Erasure(models.Model):
+    """The skeleton an erasure leaves: that it happened, when, by whom, and how much."""
+
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="erasures")
+    erased_by = models.CharField(max_length=200)
+    erased_at = models.DateTimeField()
+    memories = models.PositiveIntegerField(default=0)
+    ledger_entries = models.PositiveIntegerField(default=0)
+    sources = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-erased_at"]
+
+    def __str__(self) -> str:
+        return f"erasure by {self.erased_by} at {self.erased_at:%Y-%m-%d %H:%M}"

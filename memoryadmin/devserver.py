@@ -1,0 +1,65 @@
+"""`make run`: the web server, a Celery worker and Celery beat, stopped together by Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from django.conf import settings
+
+
+def main() -> int:
+    import django
+
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memoryadmin.settings")
+    django.setup()
+    for folder in ("queue", "control"):
+        (settings.CELERY_BROKER_DIR / folder).mkdir(parents=True, exist_ok=True)
+    host, port = os.environ.get("HOST", "127.0.0.1"), os.environ.get("PORT", "8000")
+    python = sys.executable
+    commands = {
+        "web": [python, "manage.py", "runserver", f"{host}:{port}", "--noreload"],
+        "worker": [
+            python,
+            "-m",
+            "celery",
+            "-A",
+            "memoryadmin",
+            "worker",
+            "--loglevel=INFO",
+            "--concurrency=1",
+        ],
+        "beat": [python, "-m", "celery", "-A", "memoryadmin", "beat", "--loglevel=INFO"],
+    }
+    processes = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+    print(
+        f"\nmemoryadmin is running at http://{host}:{port}/  "
+        f"(API docs: http://{host}:{port}/api/docs/)\n"
+        "Sign in as dana (end user), sam (support) or alex (admin), "
+        "password 'demo-password-1'. Ctrl-C stops the web server, worker and beat.\n",
+        flush=True,
+    )
+    try:
+        while all(p.poll() is None for p in processes.values()):
+            time.sleep(0.5)
+        stopped = [name for name, p in processes.items() if p.poll() is not None]
+        print(f"{', '.join(stopped)} stopped; shutting down the rest.", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

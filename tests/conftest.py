@@ -1,0 +1,169 @@
+"""Shared fixtures. Rows are made through the same write functions the product uses."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from rest_framework.test import APIClient
+
+from ledger.actions.agents import create_agent
+from ledger.actions.memories import MemoryInput, SourceInput, write_memory
+from ledger.actions.people import create_person
+from ledger.actors import Actor
+from ledger.models import Agent, Memory
+
+SUBJECT = "acct_4b71c9e20d8af315"
+
+VALID_BODY: dict[str, Any] = {
+    "subject": SUBJECT,
+    "kind": "preference",
+    "key": "contact.channel",
+    "statement": "Prefers email over telephone for billing questions.",
+    "basis": "stated",
+    "source": {
+        "kind": "user_message",
+        "ref": "msg_0192",
+        "run": "run_77",
+        "turn": 4,
+        "excerpt": "please email me about invoices",
+    },
+    "expires_at": "2099-03-04T00:00:00Z",
+}
+
+
+def body(**overrides: Any) -> dict[str, Any]:
+    """A valid write body with some fields replaced (a value of ... removes the field)."""
+    data = copy.deepcopy(VALID_BODY)
+    for name, value in overrides.items():
+        if value is ...:
+            data.pop(name, None)
+        else:
+            data[name] = value
+    return data
+
+
+def agent_client(name: str, scopes: list[str]) -> tuple[APIClient, Agent]:
+    agent, key = create_agent(name=name, scopes=scopes, actor=Actor.system("test"))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    return client, agent
+
+
+@pytest.fixture
+def api(db: None) -> APIClient:
+    """An agent with read and write scopes."""
+    return agent_client("test-agent", ["read", "write"])[0]
+
+
+@pytest.fixture
+def api_agent(db: None) -> tuple[APIClient, Agent]:
+    return agent_client("test-agent-2", ["read", "write"])
+
+
+@pytest.fixture
+def reader(db: None) -> APIClient:
+    return agent_client("reader", ["read"])[0]
+
+
+@pytest.fixture
+def writer(db: None) -> APIClient:
+    return agent_client("writer", ["write"])[0]
+
+
+@pytest.fixture
+def agent(db: None) -> Agent:
+    return create_agent(name="fixture-agent", scopes=["read", "write"], actor=Actor.system("test"))[
+        0
+    ]
+
+
+@pytest.fixture
+def remember(agent: Agent) -> Callable[..., Memory]:
+    """Write a memory through the gate, as an agent would."""
+
+    def write(statement: str, **fields: Any) -> Memory:
+        source = fields.pop("source", None) or SourceInput(kind="user_message", ref="msg_1")
+        data = MemoryInput(
+            subject=fields.pop("subject", SUBJECT),
+            kind=fields.pop("kind", "preference"),
+            basis=fields.pop("basis", "stated"),
+            statement=statement,
+            source=source,
+            **fields,
+        )
+        result = write_memory(agent=agent, data=data)
+        assert result.memory is not None, result.reason
+        return result.memory
+
+    return write
+
+
+PASSWORD = "a-long-test-password"
+
+
+@pytest.fixture
+def make_person(db: None) -> Callable[..., User]:
+    def make(username: str, role: str = "user", subject: str = "") -> User:
+        return create_person(
+            username=username,
+            password=PASSWORD,
+            role=role,
+            subject_ref=subject,
+            actor=Actor.system("test"),
+        )
+
+    return make
+
+
+@pytest.fixture
+def chromium() -> Any:
+    """Debian's Chromium, driven by Playwright (a test tool's own browser download fails here)."""
+    import os
+
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API runs an event loop in this thread; the ORM calls the test makes
+    # around it are still synchronous and safe.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+            args=[
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+            ],
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def browser_page(chromium: Any, live_server: Any) -> Any:
+    """A desktop-sized page on the live server; ``page.base`` is the server's URL."""
+    context = chromium.new_context(
+        viewport={"width": 1280, "height": 900}, base_url=live_server.url
+    )
+    page = context.new_page()
+    yield page
+    context.close()
+
+
+def sign_in(page: Any, username: str, password: str = PASSWORD) -> None:
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+
+
+ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parent.parent / "test-artifacts"
