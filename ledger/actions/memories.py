@@ -209,16 +209,32 @@ def _run_for(ref: str | None, *, agent: Agent | None, subject: Subject) -> Run |
 def _add_source(
     *, memory: Memory, data: SourceInput, agent: Agent | None, now: datetime, actor: Actor
 ) -> Source:
+    return _add_source_row(
+        data=data, agent=agent, subject=memory.subject, now=now, actor=actor, memory=memory
+    )
+
+
+def _add_source_row(
+    *,
+    data: SourceInput,
+    agent: Agent | None,
+    subject: Subject,
+    now: datetime,
+    actor: Actor,
+    memory: Memory | None = None,
+) -> Source:
     source = Source(
         kind=data.kind,
         ref=data.ref,
-        run=_run_for(data.run, agent=agent, subject=memory.subject),
+        run=_run_for(data.run, agent=agent, subject=subject),
         turn=data.turn,
         excerpt=data.excerpt,
         received_at=now,
         memory=memory,
     )
-    save_tracked(source, actor=actor, reason="Evidence for a memory.")
+    save_tracked(
+        source, actor=actor, reason="Evidence for a memory." if memory else "Source of an entry."
+    )
     return source
 
 
@@ -408,3 +424,39 @@ def import_memory(
         _add_source(memory=memory, data=source, agent=None, now=written_at, actor=actor)
         refresh_conflict(subject=subject, key=key, actor=actor)
     return memory
+
+
+def renew_memory(
+    *, memory: Memory, actor: Actor, expires_at: datetime | None, reason: str
+) -> Memory:
+    """A person gives a memory a new life: a new expiry, recorded with who and why.
+
+    ``None`` makes it permanent, which only a stated memory may be.
+    """
+    now = timezone.now()
+    if expires_at is not None and expires_at <= now:
+        raise policy.Refusal("expiry_in_past", "The new expiry must lie in the future.", 400)
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        if locked.status not in (*Memory.LIVE, Memory.Status.EXPIRED):
+            raise policy.Refusal(
+                "not_renewable", f"A {locked.status} memory cannot be renewed.", status=409
+            )
+        if expires_at is None and locked.basis == Memory.Basis.INFERRED:
+            raise policy.Refusal(
+                "inferred_needs_expiry", "A guess cannot be made permanent; confirm it first.", 400
+            )
+        if locked.status == Memory.Status.EXPIRED:
+            locked.status = Memory.Status.ACTIVE
+            locked.status_changed_at = now
+        locked.expires_at = expires_at
+        locked.review_at = policy.review_date_for(Policy.current(), kind=locked.kind, now=now)
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=f"Renewed: {reason}" if reason else "Renewed.",
+            update_fields=["status", "status_changed_at", "expires_at", "review_at"],
+            bump_version=True,
+        )
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+    return locked
