@@ -51,6 +51,8 @@ def main() -> int:
     except KeyboardInterrupt:
         return 0
     finally:
+        # A second Ctrl-C (terminals send it to the whole group) must not abort the clean stop.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
