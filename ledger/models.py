@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db import models
+from django.db import IntegrityError, models, transaction
 from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
@@ -19,6 +19,7 @@ from ledger.querysets import (
     JournalEntryQuerySet,
     LedgerEntryQuerySet,
     MemoryQuerySet,
+    ReminderQuerySet,
     SubjectQuerySet,
 )
 
@@ -324,7 +325,19 @@ class Policy(models.Model):
 
     @classmethod
     def current(cls) -> Policy:
-        policy, _ = cls.objects.get_or_create(pk=1)
+        """The policy row; the first migration makes it, this restores defaults if it is gone."""
+        policy = cls.objects.filter(pk=1).first()
+        if policy is not None:
+            return policy
+        from ledger.actions.tracking import save_tracked
+        from ledger.actors import Actor
+
+        policy = cls(pk=1)
+        try:
+            with transaction.atomic():
+                save_tracked(policy, actor=Actor.system("defaults"), reason="Default policy.")
+        except IntegrityError:
+            return cls.objects.get(pk=1)
         return policy
 
     def ttl_days(self, kind: str) -> int:
@@ -448,6 +461,8 @@ class Reminder(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     read_at = models.DateTimeField(null=True, blank=True)
     cleared_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ReminderQuerySet.as_manager()
 
     class Meta:
         ordering = ["due_on", "id"]

@@ -1,7 +1,27 @@
 from django.urls import path
 
-from ledger.views import home
+from ledger.views import home, memories, reminders, runs, snapshots, subjects
+from ledger.views import ledger as ledger_views
 
 urlpatterns = [
     path("", home.home, name="home"),
+    path("subjects/<int:pk>/", memories.subject_page, name="subject"),
+    path("subjects/<int:pk>/pause/", subjects.subject_pause, name="subject-pause"),
+    path("subjects/<int:pk>/export/", subjects.subject_export, name="subject-export"),
+    path("subjects/<int:pk>/erase/", subjects.subject_erase, name="subject-erase"),
+    path("memories/<uuid:pk>/", memories.memory_card, name="memory"),
+    path("memories/<uuid:pk>/edit/", memories.memory_edit, name="memory-edit"),
+    path("memories/<uuid:pk>/delete/", memories.memory_delete, name="memory-delete"),
+    path("memories/<uuid:pk>/undo/", memories.memory_undo, name="memory-undo"),
+    path("memories/<uuid:pk>/answer/", memories.memory_answer, name="memory-answer"),
+    path("memories/<uuid:pk>/renew/", memories.memory_renew, name="memory-renew"),
+    path("memories/<uuid:pk>/history/", memories.memory_history, name="memory-history"),
+    path("conflicts/<int:pk>/resolve/", memories.conflict_resolve, name="conflict-resolve"),
+    path("reminders/", reminders.reminders, name="reminders"),
+    path("reminders/<int:pk>/read/", reminders.reminder_read, name="reminder-read"),
+    path("subjects/<str:ref>/ledger/", ledger_views.subject_ledger, name="subject-ledger"),
+    path("runs/<str:ref>/journal/", runs.run_journal, name="run-journal"),
+    path("runs/<str:ref>/notes/", runs.run_notes, name="run-notes"),
+    path("runs/<str:ref>/snapshots/", snapshots.timeline, name="run-snapshots"),
+    path("runs/<str:ref>/snapshots/diff/", snapshots.diff, name="snapshot-diff"),
 ]

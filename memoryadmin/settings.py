@@ -180,7 +180,22 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER")
 CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_BROKER_DIR / "beat-schedule")
-CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {}
+# Periods in seconds. Each message expires after one period: if no worker took it by then,
+# the next one will do the same work, so a backlog of stale runs never piles up.
+_EXPIRY_EVERY = env_int("MEMORYADMIN_EXPIRY_EVERY_SECONDS", 60)
+_REMINDERS_EVERY = env_int("MEMORYADMIN_REMINDERS_EVERY_SECONDS", 3600)
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "expire-due": {
+        "task": "ledger.tasks.expire_due",
+        "schedule": _EXPIRY_EVERY,
+        "options": {"expires": _EXPIRY_EVERY},
+    },
+    "send-reminders": {
+        "task": "ledger.tasks.send_reminders",
+        "schedule": _REMINDERS_EVERY,
+        "options": {"expires": _REMINDERS_EVERY},
+    },
+}
 
 # Reminder e-mail. Console by default; EMAIL_BACKEND=...smtp.EmailBackend with EMAIL_HOST etc.
 # for real delivery, or ...filebased.EmailBackend with EMAIL_FILE_PATH.
@@ -209,6 +224,15 @@ DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "memoryadmin@localhost
 MEMORYADMIN = {
     "UNDO_SECONDS": env_int("MEMORYADMIN_UNDO_SECONDS", 30),
     "EXPIRY_BATCH_SIZE": env_int("MEMORYADMIN_EXPIRY_BATCH_SIZE", 500),
+    # Batches one expiry run may do before it hands the rest to a fresh run at the back of
+    # the queue, so a large backlog never holds a worker for long.
+    "EXPIRY_MAX_BATCHES": env_int("MEMORYADMIN_EXPIRY_MAX_BATCHES", 100),
+    # A memory expiring within this many days gets one "expiring soon" reminder.
+    "EXPIRING_SOON_DAYS": env_int("MEMORYADMIN_EXPIRING_SOON_DAYS", 14),
+    # Where links in reminder e-mails point.
+    "SITE_URL": os.environ.get("MEMORYADMIN_SITE_URL", "http://127.0.0.1:8000").rstrip("/"),
+    # Journal intents that have not reported back after this long must be checked by hand.
+    "JOURNAL_INTENDED_STALE_MINUTES": env_int("MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15),
 }
 
 LOGGING = {

@@ -59,8 +59,10 @@ def test_list_filters_by_subject_kind_basis_status_and_key(api: APIClient) -> No
     write(api, subject="acct_other", statement="Other subject.")
     write(api, kind="episode", key="", statement="Called about a refund.")
     write(api, basis="inferred", key="guess", statement="Probably a bakery.", expires_at=...)
+
     def ids(query: str) -> list[str]:
         return [m["statement"] for m in api.get(f"{URL}?{query}").json()["results"]]
+
     assert ids(f"subject={SUBJECT}&kind=episode") == ["Called about a refund."]
     assert ids("basis=inferred") == ["Probably a bakery."]
     assert ids("status=pending") == ["Probably a bakery."]
@@ -112,9 +114,7 @@ def test_correction_supersedes_and_keeps_the_original_text(api: APIClient) -> No
 
 def test_correction_needs_a_reason(api: APIClient) -> None:
     memory = write(api)
-    response = api.post(
-        f"{URL}/{memory['id']}/corrections", {"statement": "New."}, format="json"
-    )
+    response = api.post(f"{URL}/{memory['id']}/corrections", {"statement": "New."}, format="json")
     assert response.status_code == 400
     assert "reason" in response.json()
     assert Memory.objects.count() == 1
@@ -138,7 +138,10 @@ def test_stale_if_match_is_refused_with_412(api: APIClient) -> None:
 def test_matching_if_match_is_accepted(api: APIClient) -> None:
     memory = write(api)
     response = api.post(
-        f"{URL}/{memory['id']}/retract", {"reason": "wrong"}, format="json", headers={"If-Match": '"1"'}
+        f"{URL}/{memory['id']}/retract",
+        {"reason": "wrong"},
+        format="json",
+        headers={"If-Match": '"1"'},
     )
     assert response.status_code == 200
     assert response.headers["ETag"] == '"2"'
@@ -163,7 +166,9 @@ def test_retracting_twice_is_a_409(api: APIClient) -> None:
 
 def test_history_lists_every_version_with_who_and_why(api: APIClient) -> None:
     memory = write(api)
-    api.post(f"{URL}/{memory['id']}/retract", {"reason": "Customer said it was wrong."}, format="json")
+    api.post(
+        f"{URL}/{memory['id']}/retract", {"reason": "Customer said it was wrong."}, format="json"
+    )
     history = api.get(f"{URL}/{memory['id']}/history").json()["results"]
     assert [h["status"] for h in history] == ["retracted", "active"]
     assert history[0]["actor"] == "agent:test-agent"

@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ledger import policy
+from ledger.actions.reminders import clear_reminders
 from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Conflict, Memory, Policy, Run, Source, Subject, WriteDecision
@@ -57,11 +58,8 @@ def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():
-        subject = _lock_subject(data.subject)
         try:
-            result = _decide_and_write(
-                actor=actor, agent=agent, subject=subject, data=data, now=now
-            )
+            result = _decide_and_write(actor=actor, agent=agent, data=data, now=now)
         except policy.Refusal as refusal:
             result = GateResult(
                 outcome=WriteDecision.Outcome.REFUSED,
@@ -69,12 +67,13 @@ def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
                 code=refusal.code,
                 status=refusal.status,
             )
-            subject_for_record = subject
-        else:
-            subject_for_record = result.memory.subject if result.memory else subject
         WriteDecision.objects.create(
             agent=agent,
-            subject=subject_for_record,
+            subject=(
+                result.memory.subject
+                if result.memory
+                else Subject.objects.filter(ref=data.subject).first()
+            ),
             memory=result.memory,
             source=result.memory.sources.last() if result.memory else None,
             outcome=result.outcome,
@@ -85,37 +84,35 @@ def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
     return result
 
 
-def _lock_subject(ref: str) -> Subject | None:
-    """The subject row, locked so that writes about one subject are decided one at a time."""
-    return Subject.objects.select_for_update().filter(ref=ref).first()
-
-
-def _create_subject(ref: str, actor: Actor) -> Subject:
+def _lock_subject(ref: str, actor: Actor) -> Subject:
+    """The subject row, created on first write and locked, so that writes about one
+    subject are decided one at a time."""
+    subject = Subject.objects.select_for_update().filter(ref=ref).first()
+    if subject is not None:
+        return subject
     subject = Subject(ref=ref)
     try:
         with transaction.atomic():
             save_tracked(subject, actor=actor, reason="First memory written about this subject.")
     except IntegrityError:
-        # Another write created it first; take that row, locked.
+        # A concurrent write created it first: wait for that write, then decide after it.
         return Subject.objects.select_for_update().get(ref=ref)
     return subject
 
 
 def _decide_and_write(
-    *, actor: Actor, agent: Agent, subject: Subject | None, data: MemoryInput, now: datetime
+    *, actor: Actor, agent: Agent, data: MemoryInput, now: datetime
 ) -> GateResult:
     current = Policy.current()
     policy.refuse_system_of_record(current, data.key)
-    policy.refuse_if_paused(subject is not None and subject.memory_paused)
+    subject = _lock_subject(data.subject, actor)
+    policy.refuse_if_paused(subject.memory_paused)
 
     normalized = policy.normalize_statement(data.statement)
-    if subject is not None:
-        duplicate = Memory.objects.for_subject(subject).live().filter(normalized=normalized).first()
-        if duplicate is not None:
-            return _merge_evidence(actor=actor, agent=agent, memory=duplicate, data=data, now=now)
-        policy.refuse_over_cap(current, Memory.objects.for_subject(subject).live().count())
-    else:
-        subject = _create_subject(data.subject, actor)
+    duplicate = Memory.objects.for_subject(subject).live().filter(normalized=normalized).first()
+    if duplicate is not None:
+        return _merge_evidence(actor=actor, agent=agent, memory=duplicate, data=data, now=now)
+    policy.refuse_over_cap(current, Memory.objects.for_subject(subject).live().count())
 
     expiry = policy.expiry_for(
         current,
@@ -321,6 +318,7 @@ def correct_memory(
         source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"correction:{old.pk}")
         _add_source(memory=new, data=source, agent=actor.agent or old.agent, now=now, actor=actor)
         refresh_conflict(subject=new.subject, key=new.key, actor=actor)
+        clear_reminders(memory=old, now=now)
     memory.refresh_from_db()
     return new
 
@@ -348,7 +346,12 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
         raise policy.Refusal(
             "not_retractable", f"A {memory.status} memory cannot be retracted.", status=409
         )
-    return set_status(memory=memory, actor=actor, status=Memory.Status.RETRACTED, reason=reason)
+    with transaction.atomic():
+        retracted = set_status(
+            memory=memory, actor=actor, status=Memory.Status.RETRACTED, reason=reason
+        )
+        clear_reminders(memory=retracted)
+    return retracted
 
 
 def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
@@ -383,6 +386,7 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
             bump_version=True,
         )
         refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+        clear_reminders(memory=locked, now=now)
     return locked
 
 
@@ -459,4 +463,77 @@ def renew_memory(
             bump_version=True,
         )
         refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+        clear_reminders(memory=locked, now=now)
     return locked
+
+
+def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memory:
+    """Undo a retraction: put back the status the memory had, if the undo is still offered.
+
+    Only the one who deleted it may undo, and only for ``within_seconds`` after: later, a
+    deletion is final (agents may already have acted on its absence).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        rows = list(locked.history.order_by("-history_date", "-history_id")[:2])
+        if locked.status != Memory.Status.RETRACTED or len(rows) < 2:
+            raise policy.Refusal("not_undoable", "This memory is not deleted.", status=409)
+        if rows[0].history_actor != actor.label:
+            raise policy.Refusal(
+                "not_undoable", "Only the person who deleted it can undo that.", status=409
+            )
+        deleted_at = locked.status_changed_at or rows[0].history_date
+        if (now - deleted_at).total_seconds() > within_seconds:
+            raise policy.Refusal(
+                "undo_expired",
+                f"Too late to undo: a deletion can only be undone for {within_seconds} "
+                "seconds. The memory stays deleted.",
+                status=409,
+            )
+        previous = rows[1].status
+    return set_status(
+        memory=locked, actor=actor, status=previous, reason="Deletion undone by the same person."
+    )
+
+
+RESOLVED_BY_PERSON = "Resolved by the person."
+
+
+def resolve_conflict(
+    *, conflict: Conflict, actor: Actor, keep: Memory | None, statement: str | None
+) -> Memory:
+    """A person settles a conflict: keep one statement, or rewrite it; the others go.
+
+    With ``statement`` the kept memory (``keep``, or the newest contender) is corrected to
+    it; every other contender is retracted. Returns the memory left standing.
+    """
+    statement = (statement or "").strip() or None
+    if keep is None and statement is None:
+        raise policy.Refusal(
+            "choice_required", "Pick the statement to keep, or write the right one.", 400
+        )
+    with transaction.atomic():
+        locked = Conflict.objects.select_for_update().get(pk=conflict.pk)
+        if locked.status != Conflict.Status.OPEN:
+            raise policy.Refusal("conflict_resolved", "This conflict is already resolved.", 409)
+        contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
+        if not contenders:
+            raise policy.Refusal("conflict_resolved", "This conflict is already resolved.", 409)
+        if keep is None:
+            keep = contenders[0]
+        if keep.pk not in {m.pk for m in contenders}:
+            raise policy.Refusal(
+                "not_a_contender", "That statement is not part of this conflict.", 400
+            )
+        for other in contenders:
+            if other.pk != keep.pk:
+                retract_memory(memory=other, actor=actor, reason=RESOLVED_BY_PERSON)
+        if statement is not None and policy.normalize_statement(statement) != keep.normalized:
+            keep = correct_memory(
+                memory=keep, actor=actor, statement=statement, reason=RESOLVED_BY_PERSON
+            )
+        else:
+            # Keeping one as it is: the slot now holds one statement, so the conflict closes.
+            refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+    return keep

@@ -2,8 +2,9 @@
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 
 from ledger.models import Subject
 from ledger.querysets import is_staff_role
@@ -12,7 +13,14 @@ from ledger.querysets import is_staff_role
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
-    subjects = Subject.objects.visible_to(request.user).annotate(
+    staff = is_staff_role(request.user)
+    visible = Subject.objects.visible_to(request.user)
+    if not staff and not query:
+        # Most people own exactly one subject: their own page is the dashboard.
+        only = list(visible.values_list("pk", flat=True)[:2])
+        if len(only) == 1:
+            return HttpResponseRedirect(reverse("subject", args=[only[0]]))
+    subjects = visible.annotate(
         active=Count("memories", filter=Q(memories__status="active")),
         pending=Count("memories", filter=Q(memories__status="pending")),
     )
@@ -21,5 +29,5 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "ledger/home.html",
-        {"subjects": subjects[:200], "query": query, "staff": is_staff_role(request.user)},
+        {"subjects": subjects[:200], "query": query, "staff": staff},
     )

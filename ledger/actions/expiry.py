@@ -1,0 +1,136 @@
+"""Forgetting on schedule: memories and ledger entries past their expiry become expired.
+
+Work is done in bounded batches, each its own short transaction. A batch locks its rows
+with ``SELECT … FOR NO KEY UPDATE SKIP LOCKED``: two workers running at once take disjoint
+rows, a row another run already expired no longer matches, and a worker killed mid-batch
+leaves nothing behind because its transaction rolls back. Running this any number of
+times therefore expires each row once and writes one history row for it. (``NO KEY``
+because a concurrent write may add the row to a conflict, which only needs a key-share
+lock on it; a plain ``FOR UPDATE`` would make that write wait for the batch.)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ledger.actions.memories import refresh_conflict
+from ledger.actions.tracking import save_tracked
+from ledger.actors import Actor
+from ledger.models import Conflict, LedgerEntry, Memory
+
+logger = logging.getLogger(__name__)
+
+EXPIRY = Actor.system("expiry")
+
+
+@dataclass
+class ExpiryRun:
+    memories: int = 0
+    ledger_entries: int = 0
+    # False when the run stopped at its batch limit and more may be due.
+    finished: bool = True
+
+    def as_dict(self) -> dict[str, int | bool]:
+        return asdict(self)
+
+
+def expire_due(
+    *,
+    now: datetime | None = None,
+    batch_size: int | None = None,
+    max_batches: int | None = None,
+) -> ExpiryRun:
+    """Expire everything due at ``now``, batch by batch, up to ``max_batches`` batches."""
+    conf = settings.MEMORYADMIN
+    now = now or timezone.now()
+    size = batch_size or int(conf["EXPIRY_BATCH_SIZE"])
+    limit = max_batches or int(conf["EXPIRY_MAX_BATCHES"])
+    run = ExpiryRun()
+    batches = 0
+    for field, expire_batch in (
+        ("memories", _expire_memory_batch),
+        ("ledger_entries", _expire_ledger_batch),
+    ):
+        while True:
+            if batches >= limit:
+                run.finished = False
+                return run
+            done = expire_batch(now=now, size=size)
+            batches += 1
+            setattr(run, field, getattr(run, field) + done)
+            # A short batch means nothing unlocked is left: rows another worker holds
+            # are that worker's to finish.
+            if done < size:
+                break
+    if run.memories or run.ledger_entries:
+        logger.info("Expired %d memories and %d ledger entries.", run.memories, run.ledger_entries)
+    return run
+
+
+def _expire_memory_batch(*, now: datetime, size: int) -> int:
+    with transaction.atomic():
+        batch = list(
+            Memory.objects.due_to_expire(now)
+            .select_for_update(skip_locked=True, no_key=True)
+            .order_by("expires_at", "pk")[:size]
+        )
+        for memory in batch:
+            memory.status = Memory.Status.EXPIRED
+            memory.status_changed_at = now
+            save_tracked(
+                memory,
+                actor=EXPIRY,
+                reason=f"Expired: its expiry, {_when(memory.expires_at)}, has passed.",
+                update_fields=["status", "status_changed_at"],
+                bump_version=True,
+            )
+        _settle_slots({(m.subject_id, m.key) for m in batch if m.key})
+    return len(batch)
+
+
+def _settle_slots(slots: set[tuple[int, str]]) -> None:
+    """Close the conflicts that expiry leaves with a single statement.
+
+    The open conflict is locked first, in a fixed order: two workers expiring both sides
+    of one conflict would otherwise each resolve it and write two history rows, and
+    locking in different orders could deadlock.
+    """
+    for subject_id, key in sorted(slots):
+        conflict = (
+            Conflict.objects.open()
+            .select_for_update(of=("self",))
+            .filter(subject_id=subject_id, key=key)
+            .select_related("subject")
+            .first()
+        )
+        if conflict is not None:
+            refresh_conflict(subject=conflict.subject, key=key, actor=EXPIRY)
+
+
+def _expire_ledger_batch(*, now: datetime, size: int) -> int:
+    with transaction.atomic():
+        batch = list(
+            LedgerEntry.objects.due_to_expire(now)
+            .select_for_update(skip_locked=True, no_key=True)
+            .order_by("expires_at", "pk")[:size]
+        )
+        for entry in batch:
+            entry.status = LedgerEntry.Status.EXPIRED
+            save_tracked(
+                entry,
+                actor=EXPIRY,
+                reason=f"Expired: its expiry, {_when(entry.expires_at)}, has passed.",
+                update_fields=["status"],
+                bump_version=True,
+            )
+    return len(batch)
+
+
+def _when(moment: datetime | None) -> str:
+    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z") if moment else "unset"

@@ -1,0 +1,139 @@
+"""The action journal: an agent writes its intent before it acts, then what happened.
+
+The journal is how an agent that died mid-action learns, on resume, that an attempt
+may already exist. Outcomes move one way only; an unknown is resolved by reading the
+world, never by retrying blindly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from ledger.actions.tracking import save_tracked
+from ledger.actors import Actor
+from ledger.models import Agent, JournalEntry, Run
+from ledger.policy import Refusal
+
+State = JournalEntry.State
+# The only moves a journal entry may make. Done and not_done are final.
+MOVES: dict[str, tuple[str, ...]] = {
+    State.INTENDED: (State.DONE, State.NOT_DONE, State.UNKNOWN),
+    State.UNKNOWN: (State.DONE, State.NOT_DONE),
+    State.DONE: (),
+    State.NOT_DONE: (),
+}
+
+
+def allowed_moves(state: str) -> tuple[str, ...]:
+    return MOVES.get(state, ())
+
+
+def refuse_move(current: str, target: str) -> None:
+    allowed = allowed_moves(current)
+    if target in allowed:
+        return
+    if allowed:
+        choices = " or ".join(allowed)
+        detail = (
+            f"A journal entry cannot move from {current} to {target}; "
+            f"from {current} it may move to {choices}."
+        )
+    else:
+        detail = (
+            f"A journal entry cannot move from {current} to {target}: "
+            f"{current} is final and allows no further move."
+        )
+    raise Refusal("journal_move_refused", detail, status=409)
+
+
+def stale_intent_cutoff(now: datetime | None = None) -> datetime:
+    """Intents older than this never reported back and must be checked against the world."""
+    minutes = settings.MEMORYADMIN["JOURNAL_INTENDED_STALE_MINUTES"]
+    return (now or timezone.now()) - timedelta(minutes=minutes)
+
+
+def run_for_agent(*, ref: str, agent: Agent) -> Run | None:
+    """The agent's run with this reference, created on first use; None if another agent's."""
+    run, _ = Run.objects.get_or_create(ref=ref, defaults={"agent": agent})
+    return run if run.agent_id == agent.pk else None
+
+
+@dataclass(frozen=True)
+class IntentResult:
+    entry: JournalEntry
+    created: bool
+
+
+def journal_intent(
+    *, agent: Agent, run: Run, idempotency_key: str, action: str, intent: dict[str, Any]
+) -> IntentResult:
+    """Record an intent once per (agent, key). A repeat returns the first entry untouched."""
+    existing = JournalEntry.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
+    if existing is not None:
+        return IntentResult(existing, created=False)
+    now = timezone.now()
+    entry = JournalEntry(
+        run=run,
+        agent=agent,
+        idempotency_key=idempotency_key,
+        action=action,
+        intent=intent,
+        created_at=now,
+        updated_at=now,
+    )
+    try:
+        with transaction.atomic():
+            save_tracked(entry, actor=Actor.for_agent(agent), reason=f"Intends to {action}.")
+    except IntegrityError:
+        # A concurrent request journaled the same key first: that attempt is the one.
+        return IntentResult(
+            JournalEntry.objects.get(agent=agent, idempotency_key=idempotency_key), created=False
+        )
+    return IntentResult(entry, created=True)
+
+
+# Marks an outcome field the request left out, as opposed to one it set to null.
+UNSET: Any = object()
+
+
+def record_outcome(
+    *,
+    agent: Agent,
+    idempotency_key: str,
+    state: str,
+    effect: Any = UNSET,
+    verification: Any = UNSET,
+) -> JournalEntry:
+    """Move the agent's entry to ``state`` with what the tool and the world said."""
+    with transaction.atomic():
+        entry = (
+            JournalEntry.objects.select_for_update()
+            .filter(agent=agent, idempotency_key=idempotency_key)
+            .first()
+        )
+        if entry is None:
+            raise Refusal("not_found", "No journal entry of yours has this key.", status=404)
+        refuse_move(entry.state, state)
+        previous = entry.state
+        entry.state = state
+        entry.updated_at = timezone.now()
+        fields = ["state", "updated_at"]
+        if effect is not UNSET:
+            entry.effect = effect
+            fields.append("effect")
+        if verification is not UNSET:
+            entry.verification = verification
+            fields.append("verification")
+        save_tracked(
+            entry,
+            actor=Actor.for_agent(agent),
+            reason=f"Outcome recorded: {previous} → {state}.",
+            update_fields=fields,
+        )
+    return entry

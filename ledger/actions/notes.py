@@ -1,0 +1,54 @@
+"""Run notes: small keyed notes an agent keeps outside its context window."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from ledger.actions.tracking import save_tracked
+from ledger.actors import Actor
+from ledger.models import Agent, Run, RunNote
+from ledger.policy import Refusal
+
+# A run's notes are handed back whole; a bound keeps that answer small.
+NOTES_PER_RUN_MAX = 200
+
+
+def write_note(*, run: Run, agent: Agent, key: str, value: str) -> tuple[RunNote, bool]:
+    """Set ``key`` to ``value``, overwriting; history keeps the earlier values."""
+    actor = Actor.for_agent(agent)
+    with transaction.atomic():
+        # Locking the run serialises writers, so the count and the overwrite cannot race.
+        Run.objects.select_for_update().get(pk=run.pk)
+        note = RunNote.objects.filter(run=run, key=key).first()
+        created = note is None
+        if note is None:
+            if RunNote.objects.filter(run=run).count() >= NOTES_PER_RUN_MAX:
+                raise Refusal(
+                    "too_many_notes",
+                    f"This run already holds {NOTES_PER_RUN_MAX} notes; delete or overwrite one.",
+                    status=409,
+                )
+            note = RunNote(run=run, key=key)
+        elif note.value == value:
+            return note, False
+        note.value = value
+        note.updated_at = timezone.now()
+        save_tracked(note, actor=actor, reason="Note written." if created else "Note overwritten.")
+    return note, created
+
+
+def delete_note(*, run: Run, agent: Agent, key: str) -> None:
+    with transaction.atomic():
+        note = RunNote.objects.select_for_update().filter(run=run, key=key).first()
+        if note is None:
+            raise Refusal("not_found", f"This run has no note '{key}'.", status=404)
+        # The history row of a delete is stamped the same way save_tracked stamps a save.
+        actor = Actor.for_agent(agent)
+        attrs: Any = note
+        attrs._history_actor = actor.label
+        attrs._history_user = actor.user
+        attrs._change_reason = "Note deleted."
+        note.delete()

@@ -1,0 +1,250 @@
+"""Recall through the API: the block for a subject, and the record of who read a memory."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
+from rest_framework import generics, serializers, status
+from rest_framework.pagination import CursorPagination
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ledger.actions.recalls import record_recall
+from ledger.api.auth import agent_of
+from ledger.api.fields import RefField, StrictCharField, StrictSerializer
+from ledger.models import Memory, Policy, Recall, Subject
+from ledger.recall import DEFAULT_K, GOAL_MAX, recall, recalls_that_served
+
+TURN_MAX = 1_000_000
+_WHOLE_NUMBER = re.compile(r"^[0-9]{1,7}$")
+
+
+class PlainTextRenderer(BaseRenderer):
+    """``Accept: text/plain`` or ``?format=text``: the block alone, exactly as recorded."""
+
+    media_type = "text/plain"
+    format = "text"
+    charset = "utf-8"
+
+    def render(
+        self,
+        data: Any,
+        accepted_media_type: str | None = None,
+        renderer_context: dict[str, Any] | None = None,
+    ) -> bytes:
+        if isinstance(data, str):
+            return data.encode()
+        return _error_text(data).encode()
+
+
+def _error_text(data: Any) -> str:
+    """An error asked for as text: one line per problem, naming the parameter."""
+    if isinstance(data, dict) and "detail" in data:
+        return f"{data['detail']}\n"
+    if isinstance(data, dict):
+        return "".join(
+            f"{name}: {' '.join(str(m) for m in messages)}\n" for name, messages in data.items()
+        )
+    return f"{data}\n"
+
+
+class QueryIntegerField(serializers.IntegerField):
+    """A whole number written in a query string: digits only, no sign, point or spaces."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if not isinstance(data, str) or not _WHOLE_NUMBER.match(data):
+            raise serializers.ValidationError("Must be a whole number, e.g. 5.")
+        return super().to_internal_value(data)
+
+
+class RecallParamsSerializer(StrictSerializer):
+    goal = StrictCharField(allow_blank=True, max_length=GOAL_MAX, default="")
+    k = QueryIntegerField(min_value=1, default=DEFAULT_K)
+    run = RefField(required=False)
+    turn = QueryIntegerField(required=False, min_value=0, max_value=TURN_MAX)
+
+    def validate_k(self, value: int) -> int:
+        cap = self.context["cap"]
+        if value > cap:
+            raise serializers.ValidationError(
+                f"Ensure this value is less than or equal to {cap}, the policy's recall cap."
+            )
+        return value
+
+
+def _query_params(request: Request) -> tuple[dict[str, str], dict[str, list[str]]]:
+    """The query string as one value per name, and an error for each name given twice."""
+    params: dict[str, str] = {}
+    repeated: dict[str, list[str]] = {}
+    for name, values in request.query_params.lists():
+        if name == "format":
+            continue  # DRF's own: it chooses JSON or the plain-text block.
+        if len(values) > 1:
+            repeated[name[:50]] = ["Give this parameter once."]
+        params[name] = values[-1]
+    return params, repeated
+
+
+class RecalledMemorySerializer(serializers.Serializer):
+    id = serializers.UUIDField(source="memory.id")
+    kind = serializers.CharField(source="memory.kind")
+    key = serializers.CharField(source="memory.key")
+    statement = serializers.CharField(source="memory.statement")
+    basis = serializers.CharField(source="memory.basis")
+    written_at = serializers.DateTimeField(source="memory.written_at")
+    expires_at = serializers.DateTimeField(source="memory.expires_at", allow_null=True)
+    rank = serializers.FloatField()
+
+
+class ConflictStatementSerializer(serializers.Serializer):
+    memory = serializers.UUIDField(source="id")
+    statement = serializers.CharField()
+    basis = serializers.CharField()
+    written_at = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class RecallConflictSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    key = serializers.CharField()
+    statements = ConflictStatementSerializer(source="memories", many=True)
+
+
+class RecallResponseSerializer(serializers.Serializer):
+    recall = serializers.IntegerField(help_text="The id of the stored record of this read.")
+    subject = serializers.CharField()
+    goal = serializers.CharField()
+    k = serializers.IntegerField()
+    recalled_at = serializers.DateTimeField()
+    memories = RecalledMemorySerializer(many=True)
+    conflicts = RecallConflictSerializer(many=True)
+    block = serializers.CharField()
+
+
+class SubjectRecallView(APIView):
+    renderer_classes = [JSONRenderer, PlainTextRenderer]
+
+    @extend_schema(
+        operation_id="subjects_recall",
+        summary="Recall a capped, labelled memory block for a subject",
+        description=(
+            "Servable memories only (active, not past their expiry), ranked by relevance to "
+            "`goal`, at most `k`, plus every open conflict about the subject. Every call is "
+            "recorded with the exact block served. `Accept: text/plain` or `format=text` "
+            "returns the block alone."
+        ),
+        parameters=[
+            OpenApiParameter(
+                "goal", str, description=f"What the agent is about to do (≤ {GOAL_MAX} characters)."
+            ),
+            OpenApiParameter(
+                "k",
+                int,
+                description=f"How many memories at most: default {DEFAULT_K}, from 1 to the "
+                "policy's recall cap.",
+            ),
+            OpenApiParameter(
+                "run", str, description="The reading run's reference; started if new."
+            ),
+            OpenApiParameter("turn", int, description="The turn within the run (0 or more)."),
+            OpenApiParameter("format", str, enum=["json", "text"]),
+        ],
+        responses={
+            (200, "application/json"): RecallResponseSerializer,
+            (200, "text/plain"): OpenApiTypes.STR,
+            400: OpenApiResponse(description="A parameter is invalid; the body names it."),
+            403: OpenApiResponse(description="The API key lacks the read scope."),
+            404: OpenApiResponse(description="No such subject."),
+            409: OpenApiResponse(description="The run belongs to another agent."),
+        },
+    )
+    def get(self, request: Request, ref: str) -> Response:
+        params, repeated = _query_params(request)
+        if repeated:
+            return Response(repeated, status=status.HTTP_400_BAD_REQUEST)
+        incoming = RecallParamsSerializer(data=params, context={"cap": Policy.current().recall_cap})
+        if not incoming.is_valid():
+            return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST)
+        data = incoming.validated_data
+        subject = get_object_or_404(Subject, ref=ref)
+        result = recall(subject=subject, goal=data["goal"], k=data["k"])
+        record = record_recall(
+            agent=agent_of(request), result=result, run_ref=data.get("run"), turn=data.get("turn")
+        )
+        headers = {"Cache-Control": "no-store", "X-Recall-Id": str(record.pk)}
+        if request.accepted_renderer.format == PlainTextRenderer.format:
+            return Response(result.block, headers=headers)
+        body = {
+            "recall": record.pk,
+            "subject": subject.ref,
+            "goal": result.goal,
+            "k": result.k,
+            "recalled_at": result.recalled_at,
+            "memories": result.memories,
+            "conflicts": result.conflicts,
+            "block": result.block,
+        }
+        return Response(RecallResponseSerializer(body).data, headers=headers)
+
+
+class RecallRecordSerializer(serializers.ModelSerializer):
+    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+    run = serializers.SlugRelatedField(slug_field="ref", read_only=True)
+    subject = serializers.SlugRelatedField(slug_field="ref", read_only=True)
+    position = serializers.IntegerField(
+        help_text="Where this memory stood in the recall, from 1; above k it was shown only "
+        "as a contender in an open conflict."
+    )
+    rank = serializers.FloatField()
+
+    class Meta:
+        model = Recall
+        fields = [
+            "id",
+            "recalled_at",
+            "agent",
+            "run",
+            "turn",
+            "subject",
+            "goal",
+            "k",
+            "position",
+            "rank",
+            "block",
+        ]
+
+
+class NewestRecallFirst(CursorPagination):
+    ordering = ("-recalled_at", "-id")
+    page_size = 50
+    page_size_query_param = "page_size"
+    max_page_size = 200
+
+
+@extend_schema_view(
+    get=extend_schema(
+        operation_id="memories_recalls",
+        summary="The recalls that served a memory, newest first",
+        description="Which agents, runs and turns were given this memory, with its position "
+        "and rank in each recall and the exact block served. Cursor-paginated.",
+    )
+)
+class MemoryRecallsView(generics.ListAPIView):
+    serializer_class = RecallRecordSerializer
+    pagination_class = NewestRecallFirst
+
+    def get_queryset(self) -> QuerySet[Recall]:
+        memory = get_object_or_404(Memory, pk=self.kwargs["pk"])
+        return recalls_that_served(memory).select_related("agent", "run", "subject")

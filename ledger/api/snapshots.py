@@ -1,0 +1,287 @@
+"""Compaction snapshots through the API: post one, list a run's, fetch the latest accepted,
+and the JSON Schema of the state document.
+
+Where 400 ends and 422 begins: the request around the document (its fields, their JSON
+types, the size of the document, a document that is not a JSON object) must be right, or
+nothing is stored and the answer is 400. Anything about the document's own contents is a
+problem of the snapshot: it is stored as rejected and the answer is 422, so people can see
+what the compaction would have lost.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
+from rest_framework import permissions, serializers, status
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ledger.actions.snapshots import SnapshotInput, store_snapshot
+from ledger.api.auth import agent_of
+from ledger.api.fields import (
+    REF_HELP,
+    REF_PATTERN,
+    RefField,
+    StrictCharField,
+    StrictIntegerField,
+    StrictSerializer,
+)
+from ledger.api.idempotency import idempotent
+from ledger.models import Run, Snapshot, Subject
+from ledger.snapshots import BUDGET_PARTS, STATE_DOCUMENT_SCHEMA
+
+DOCUMENT_MAX_BYTES = 256 * 1024
+TOKENS_MAX = 100_000_000
+NARRATIVE_MAX = 20_000
+
+
+def _unstorable(value: Any) -> bool:
+    """NUL and unpaired surrogates: PostgreSQL's jsonb cannot hold them."""
+    if isinstance(value, str):
+        return "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_unstorable(v) for v in value)
+    return False
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "description": "The state document, checked against /api/v1/schemas/state-document.",
+    }
+)
+class StateDocumentField(serializers.Field):
+    """Any JSON object of bounded size; its contents are judged by the checks, not here."""
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if not isinstance(data, dict):
+            raise serializers.ValidationError(
+                f"Must be a JSON object (the state document), not {type(data).__name__}."
+            )
+        size = len(json.dumps(data, ensure_ascii=False, default=str).encode())
+        if size > DOCUMENT_MAX_BYTES:
+            raise serializers.ValidationError(
+                f"Is {size} bytes; a state document may be at most {DOCUMENT_MAX_BYTES}."
+            )
+        if _unstorable(data):
+            raise serializers.ValidationError(
+                "Must not contain NUL characters or unpaired surrogates."
+            )
+        return data
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class BudgetSerializer(StrictSerializer):
+    system_prompt = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+    tool_definitions = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+    goal = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+    pinned_facts = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+    summary = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+    recent_turns = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+    reserve = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if not attrs:
+            raise serializers.ValidationError(
+                f"Give the tokens of at least one part: {', '.join(BUDGET_PARTS)}."
+            )
+        return attrs
+
+
+class SnapshotWriteSerializer(StrictSerializer):
+    generation = StrictIntegerField(required=False, min_value=1, max_value=1_000_000)
+    subject = RefField(required=False)
+    document = StateDocumentField()
+    pinned = serializers.ListField(
+        child=StrictCharField(max_length=1000, trim_whitespace=False),
+        required=False,
+        max_length=200,
+    )
+    tokens_before = StrictIntegerField(min_value=0, max_value=TOKENS_MAX)
+    tokens_after = StrictIntegerField(min_value=0, max_value=TOKENS_MAX)
+    budget = BudgetSerializer(required=False)
+    narrative = StrictCharField(
+        required=False,
+        allow_blank=True,
+        max_length=NARRATIVE_MAX,
+        multiline=True,
+        trim_whitespace=False,
+    )
+
+    def to_input(self) -> SnapshotInput:
+        data = self.validated_data
+        return SnapshotInput(
+            document=data["document"],
+            tokens_before=data["tokens_before"],
+            tokens_after=data["tokens_after"],
+            pinned=list(data.get("pinned", [])),
+            budget=dict(data["budget"]) if "budget" in data else None,
+            narrative=data.get("narrative", ""),
+            generation=data.get("generation"),
+            subject_ref=data.get("subject"),
+        )
+
+
+class ProblemSerializer(serializers.Serializer):
+    check = serializers.ChoiceField(
+        choices=["schema", "partition", "monotonic", "commitments", "references"]
+    )
+    code = serializers.CharField()
+    message = serializers.CharField()
+    items = serializers.ListField(child=serializers.CharField())
+
+
+class SnapshotResultSerializer(serializers.Serializer):
+    run = serializers.CharField()
+    generation = serializers.IntegerField()
+    status = serializers.ChoiceField(choices=Snapshot.Status.values)
+    problems = ProblemSerializer(many=True)
+
+
+class SnapshotSummarySerializer(serializers.ModelSerializer):
+    run = serializers.CharField(source="run.ref")
+    agent = serializers.CharField(source="agent.name")
+    problems = ProblemSerializer(many=True)
+
+    class Meta:
+        model = Snapshot
+        fields = [
+            "run",
+            "agent",
+            "generation",
+            "status",
+            "tokens_before",
+            "tokens_after",
+            "budget",
+            "problems",
+            "created_at",
+        ]
+
+
+class SnapshotSerializer(SnapshotSummarySerializer):
+    class Meta(SnapshotSummarySerializer.Meta):
+        fields = [*SnapshotSummarySerializer.Meta.fields, "document", "pinned", "narrative"]
+
+
+class ByGeneration(CursorPagination):
+    ordering = ("generation",)
+    page_size = 100
+    page_size_query_param = "page_size"
+    max_page_size = 500
+
+
+def _result(snapshot: Snapshot) -> dict[str, Any]:
+    return {
+        "run": snapshot.run.ref,
+        "generation": snapshot.generation,
+        "status": snapshot.status,
+        "problems": snapshot.problems,
+    }
+
+
+def _not_found(detail: str = "No run with this reference.", code: str = "not_found") -> Response:
+    return Response({"detail": detail, "code": code}, status=status.HTTP_404_NOT_FOUND)
+
+
+class RunSnapshotsView(APIView):
+    @extend_schema(
+        operation_id="runs_snapshots_list",
+        responses={200: SnapshotSummarySerializer(many=True)},
+        description="Every snapshot of a run, accepted and rejected, oldest generation first.",
+    )
+    def get(self, request: Request, ref: str) -> Response:
+        run = Run.objects.filter(ref=ref).first()
+        if run is None:
+            return _not_found()
+        paginator = ByGeneration()
+        page = paginator.paginate_queryset(
+            run.snapshots.select_related("run", "agent"), request, view=self
+        )
+        return paginator.get_paginated_response(SnapshotSummarySerializer(page, many=True).data)
+
+    @extend_schema(
+        operation_id="runs_snapshots_create",
+        request=SnapshotWriteSerializer,
+        responses={
+            201: OpenApiResponse(SnapshotResultSerializer, description="Accepted and stored."),
+            422: OpenApiResponse(
+                SnapshotResultSerializer,
+                description="Stored as rejected; every problem is listed. Retry with a fix.",
+            ),
+            400: OpenApiResponse(description="Not a snapshot request; nothing stored."),
+            404: OpenApiResponse(description="The run belongs to another agent."),
+            409: OpenApiResponse(description="That generation exists already."),
+        },
+        description="Store one compaction's state document. Generation defaults to the next.",
+    )
+    def post(self, request: Request, ref: str) -> Response:
+        if not REF_PATTERN.match(ref):
+            return Response(
+                {"detail": f"Not a valid run reference: {REF_HELP}", "code": "invalid_ref"},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+
+        def write() -> tuple[Response, Subject | None]:
+            incoming = SnapshotWriteSerializer(data=request.data)
+            if not incoming.is_valid():
+                return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
+            snapshot = store_snapshot(
+                run_ref=ref, agent=agent_of(request), data=incoming.to_input()
+            )
+            accepted = snapshot.status == Snapshot.Status.ACCEPTED
+            return (
+                Response(
+                    _result(snapshot),
+                    status=status.HTTP_201_CREATED
+                    if accepted
+                    else status.HTTP_422_UNPROCESSABLE_ENTITY,
+                ),
+                snapshot.run.subject,
+            )
+
+        return idempotent(request, write)
+
+
+class LatestSnapshotView(APIView):
+    @extend_schema(
+        responses={200: SnapshotSerializer},
+        description="The accepted snapshot with the highest generation, with its document.",
+    )
+    def get(self, request: Request, ref: str) -> Response:
+        run = Run.objects.filter(ref=ref).first()
+        if run is None:
+            return _not_found()
+        snapshot = (
+            run.snapshots.filter(status=Snapshot.Status.ACCEPTED)
+            .select_related("run", "agent")
+            .order_by("-generation")
+            .first()
+        )
+        if snapshot is None:
+            return _not_found(
+                f"Run '{run.ref}' has no accepted snapshot yet.", "no_accepted_snapshot"
+            )
+        return Response(SnapshotSerializer(snapshot).data)
+
+
+class StateDocumentSchemaView(APIView):
+    # Public like the OpenAPI schema: it describes a format and holds no data.
+    authentication_classes: list[Any] = []
+    permission_classes = [permissions.AllowAny]
+
+    @extend_schema(
+        auth=[],
+        responses={200: OpenApiTypes.OBJECT},
+        description="The JSON Schema (draft 2020-12) every state document is checked against.",
+    )
+    def get(self, request: Request) -> Response:
+        return Response({"$id": request.build_absolute_uri(), **STATE_DOCUMENT_SCHEMA})

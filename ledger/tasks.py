@@ -1,0 +1,50 @@
+"""Celery tasks. Thin: each calls a write function and owns its retry policy.
+
+Messages are acknowledged late and rejected back to the queue if the worker dies
+(``CELERY_TASK_ACKS_LATE``, ``CELERY_TASK_REJECT_ON_WORKER_LOST``), so every task here
+must be safe to run twice, and is.
+"""
+
+from __future__ import annotations
+
+from smtplib import SMTPException
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from ledger.actions import expiry, reminders
+
+# Lost connections, deadlocks and mail-server trouble pass; retry soon, a few times, with
+# a short capped backoff rather than a long countdown the broker might redeliver early.
+RETRY = {
+    "autoretry_for": (
+        OperationalError,
+        InterfaceError,
+        SMTPException,
+        ConnectionError,
+        TimeoutError,
+        reminders.DigestNotSent,
+    ),
+    "retry_backoff": 2,
+    "retry_backoff_max": 120,
+    "retry_jitter": True,
+    "max_retries": 5,
+    "acks_late": True,
+}
+
+
+@shared_task(name="ledger.tasks.expire_due", **RETRY)
+def expire_due() -> dict[str, int | bool]:
+    """Expire whatever is due; a run that hit its batch limit queues the next at once."""
+    run = expiry.expire_due()
+    if not run.finished:
+        expire_due.delay_on_commit()
+    return run.as_dict()
+
+
+@shared_task(name="ledger.tasks.send_reminders", **RETRY)
+def send_reminders() -> dict[str, int]:
+    """Create the reminders that became due, then e-mail one digest per recipient."""
+    memories = reminders.create_due_reminders()
+    digests = reminders.send_digests()
+    return {"memories_reminded": memories, "digests_sent": digests}

@@ -1,0 +1,105 @@
+"""A subject's ledger of facts and commitments, for people.
+
+Support and admins see everything, each entry with its source. The person the subject
+is about sees only the commitments and proposals recorded about them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+
+from ledger.actions.ledger_entries import KIND_LABELS, effective_status
+from ledger.models import LedgerEntry, Subject
+from ledger.querysets import is_staff_role
+
+TEMPLATE = "ledger/subject_ledger.html"
+
+
+@dataclass(frozen=True)
+class Row:
+    entry: LedgerEntry
+    label: str
+    status: str
+
+
+@dataclass(frozen=True)
+class Section:
+    title: str
+    slug: str
+    rows: list[Row]
+    empty: str
+
+
+def _rows(entries: QuerySet[LedgerEntry], now: datetime) -> list[Row]:
+    related = entries.select_related(
+        "run", "agent", "source", "promotion_source", "supersedes", "superseded_by"
+    )
+    return [
+        Row(e, KIND_LABELS[LedgerEntry.Kind(e.kind)], effective_status(e, now)) for e in related
+    ]
+
+
+def staff_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Section]:
+    return [
+        Section("In force", "in-force", _rows(entries.in_force(now), now), "Nothing in force."),
+        Section(
+            "Expired",
+            "expired",
+            _rows(entries.stale(now), now),
+            "Nothing has expired.",
+        ),
+        Section(
+            "Superseded", "superseded", _rows(entries.superseded(), now), "Nothing superseded."
+        ),
+        Section("Withdrawn", "withdrawn", _rows(entries.withdrawn(), now), "Nothing withdrawn."),
+    ]
+
+
+def owner_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Section]:
+    shown = entries.shown_to_owner(now)
+    return [
+        Section(
+            "What was agreed with you",
+            "commitments",
+            _rows(shown.filter(kind=LedgerEntry.Kind.COMMITMENT), now),
+            "Nothing has been agreed with you.",
+        ),
+        Section(
+            "Proposals you have not agreed to",
+            "proposals",
+            _rows(shown.filter(kind=LedgerEntry.Kind.PROPOSAL), now),
+            "No open proposals.",
+        ),
+    ]
+
+
+@login_required
+def subject_ledger(request: HttpRequest, ref: str) -> HttpResponse:
+    subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
+    staff = is_staff_role(request.user)
+    now = timezone.now()
+    entries = LedgerEntry.objects.filter(subject=subject)
+    kind = request.GET.get("kind", "")
+    if staff and kind in LedgerEntry.Kind.values:
+        entries = entries.filter(kind=kind)
+    else:
+        kind = ""
+    context = {
+        "subject": subject,
+        "staff": staff,
+        "kind": kind,
+        "kinds": LedgerEntry.Kind.values,
+        "sections": staff_sections(entries, now) if staff else owner_sections(entries, now),
+        "conflicts": LedgerEntry.objects.filter(subject=subject).contradictions(now)
+        if staff
+        else [],
+    }
+    template = f"{TEMPLATE}#sections" if request.htmx else TEMPLATE
+    return render(request, template, context)

@@ -1,0 +1,45 @@
+"""A person's reminders: what is due for review or about to expire, and marking them read."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
+
+from ledger.actions.reminders import mark_read
+from ledger.models import Reminder
+from ledger.querysets import is_staff_role
+
+
+@login_required
+def reminders(request: HttpRequest) -> HttpResponse:
+    rows = (
+        Reminder.objects.for_person(request.user)
+        .actionable()
+        .select_related("memory__subject")
+        .order_by("read_at", "due_on", "pk")
+    )
+    return render(
+        request,
+        "ledger/reminders.html",
+        {
+            "mine": [r for r in rows if r.audience == Reminder.Audience.OWNER],
+            "queue": [r for r in rows if r.audience == Reminder.Audience.SUPPORT],
+            "staff": is_staff_role(request.user),
+        },
+    )
+
+
+@login_required
+@require_POST
+def reminder_read(request: HttpRequest, pk: int) -> HttpResponse:
+    # Someone else's reminder is a 404, exactly like one that does not exist.
+    reminder = get_object_or_404(Reminder.objects.for_person(request.user).actionable(), pk=pk)
+    mark_read(reminder=reminder)
+    if request.htmx:
+        unread = Reminder.objects.for_person(request.user).unread().count()
+        return render(
+            request, "ledger/reminders.html#marked", {"reminder": reminder, "unread": unread}
+        )
+    messages.success(request, "Reminder marked as read.")
+    return redirect("reminders")

@@ -1,0 +1,83 @@
+"""A run's journal and notes, for support and admins only."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+
+from ledger.actions.journal import allowed_moves, stale_intent_cutoff
+from ledger.models import JournalEntry, Run, RunNote
+from ledger.querysets import is_staff_role
+
+HISTORY_SHOWN = 100
+
+
+def staff_run(request: HttpRequest, ref: str) -> Run:
+    """Runs are agents' working state: only support and admins see them; others get a 404."""
+    if not is_staff_role(request.user):
+        raise Http404
+    return get_object_or_404(Run.objects.select_related("agent", "subject"), ref=ref)
+
+
+def pretty(value: Any) -> str:
+    return "" if value is None else json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+
+
+@dataclass(frozen=True)
+class JournalRow:
+    entry: JournalEntry
+    intent: str
+    effect: str
+    verification: str
+    stale_intent: bool
+    moves: tuple[str, ...]
+
+    @property
+    def needs_resolution(self) -> bool:
+        return self.entry.state == JournalEntry.State.UNKNOWN or self.stale_intent
+
+
+@login_required
+def run_journal(request: HttpRequest, ref: str) -> HttpResponse:
+    run = staff_run(request, ref)
+    cutoff = stale_intent_cutoff(timezone.now())
+    only_unresolved = request.GET.get("needs_resolution") == "1"
+    entries = run.journal_entries.all()
+    if only_unresolved:
+        entries = entries.unresolved(cutoff)
+    rows = [
+        JournalRow(
+            entry=e,
+            intent=pretty(e.intent),
+            effect=pretty(e.effect),
+            verification=pretty(e.verification),
+            stale_intent=e.state == JournalEntry.State.INTENDED and e.created_at <= cutoff,
+            moves=allowed_moves(e.state),
+        )
+        for e in entries
+    ]
+    context = {
+        "run": run,
+        "rows": rows,
+        "only_unresolved": only_unresolved,
+        "unresolved": run.journal_entries.unresolved(cutoff).count(),
+    }
+    template = "ledger/run_journal.html#entries" if request.htmx else "ledger/run_journal.html"
+    return render(request, template, context)
+
+
+@login_required
+def run_notes(request: HttpRequest, ref: str) -> HttpResponse:
+    run = staff_run(request, ref)
+    earlier = RunNote.history.filter(run_id=run.pk).order_by("-history_date", "-history_id")
+    return render(
+        request,
+        "ledger/run_notes.html",
+        {"run": run, "notes": run.notes.all(), "earlier": earlier[:HISTORY_SHOWN]},
+    )

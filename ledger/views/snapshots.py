@@ -1,0 +1,232 @@
+"""A run's compaction timeline and the diff between two of its generations.
+
+Support and admins only: a run's state documents hold whatever the agent was working on,
+across subjects, so anyone else gets the same 404 as for a run that does not exist.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+
+from ledger.models import Run, Snapshot
+from ledger.querysets import is_staff_role
+from ledger.snapshots import BUDGET_PARTS, DocumentCounts, count_document, diff_documents
+
+# Okabe–Ito colours: told apart with the common kinds of colour blindness.
+PART_COLOURS = {
+    "system_prompt": "#0072b2",
+    "tool_definitions": "#e69f00",
+    "goal": "#009e73",
+    "pinned_facts": "#cc79a7",
+    "summary": "#56b4e9",
+    "recent_turns": "#d55e00",
+    "reserve": "#f0e442",
+}
+UNSPLIT_COLOUR = "#4f5862"
+UNSPLIT_LABEL = "After, not split by part"
+PART_LABELS = {part: part.replace("_", " ").capitalize() for part in BUDGET_PARTS}
+
+LABEL_WIDTH = 130
+BAR_WIDTH = 520
+VALUE_WIDTH = 190
+ROW_HEIGHT = 34
+TOP = 8
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    tokens: int
+    x: float
+    width: float
+    colour: str
+
+
+@dataclass(frozen=True)
+class ChartRow:
+    generation: int
+    rejected: bool
+    y: int
+    text_y: int
+    inner_y: int
+    before_width: float
+    segments: list[Segment]
+    values: str
+    before_label: str
+
+
+@dataclass(frozen=True)
+class BudgetChart:
+    width: int
+    height: int
+    bar_x: int
+    value_x: int
+    rows: list[ChartRow]
+    legend: list[tuple[str, str]]
+
+
+def _tokens(n: int | None) -> str:
+    return "?" if n is None else f"{n:,}"
+
+
+def budget_chart(snapshots: Sequence[Snapshot]) -> BudgetChart | None:
+    """One row per generation: tokens before as a grey bar, after as coloured parts."""
+    if not snapshots:
+        return None
+    totals = [
+        max(s.tokens_before or 0, s.tokens_after or 0, sum((s.budget or {}).values()))
+        for s in snapshots
+    ]
+    scale = BAR_WIDTH / max(max(totals), 1)
+    rows = []
+    used_parts: set[str] = set()
+    unsplit = False
+    for index, snapshot in enumerate(snapshots):
+        y = TOP + index * ROW_HEIGHT
+        segments = []
+        x = float(LABEL_WIDTH)
+        budget = snapshot.budget or {}
+        if budget:
+            for part in BUDGET_PARTS:
+                tokens = budget.get(part)
+                if not tokens:
+                    continue
+                used_parts.add(part)
+                width = tokens * scale
+                segments.append(
+                    Segment(
+                        PART_LABELS[part], tokens, round(x, 1), round(width, 1), PART_COLOURS[part]
+                    )
+                )
+                x += width
+        elif snapshot.tokens_after:
+            unsplit = True
+            width = snapshot.tokens_after * scale
+            segments.append(
+                Segment(UNSPLIT_LABEL, snapshot.tokens_after, x, round(width, 1), UNSPLIT_COLOUR)
+            )
+        rows.append(
+            ChartRow(
+                generation=snapshot.generation,
+                rejected=snapshot.status == Snapshot.Status.REJECTED,
+                y=y,
+                text_y=y + 16,
+                inner_y=y + 5,
+                before_width=round((snapshot.tokens_before or 0) * scale, 1),
+                segments=segments,
+                values=f"{_tokens(snapshot.tokens_before)} → {_tokens(snapshot.tokens_after)}",
+                before_label=f"Before compaction: {_tokens(snapshot.tokens_before)} tokens",
+            )
+        )
+    legend = [(PART_LABELS[p], PART_COLOURS[p]) for p in BUDGET_PARTS if p in used_parts]
+    if unsplit:
+        legend.append((UNSPLIT_LABEL, UNSPLIT_COLOUR))
+    return BudgetChart(
+        width=LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH,
+        height=TOP * 2 + len(rows) * ROW_HEIGHT,
+        bar_x=LABEL_WIDTH,
+        value_x=LABEL_WIDTH + BAR_WIDTH + 8,
+        rows=rows,
+        legend=legend,
+    )
+
+
+@dataclass(frozen=True)
+class Generation:
+    snapshot: Snapshot
+    counts: DocumentCounts
+    previous: int | None
+    budget: list[tuple[str, str]]
+
+    @property
+    def tokens(self) -> str:
+        return f"{_tokens(self.snapshot.tokens_before)} → {_tokens(self.snapshot.tokens_after)}"
+
+    @property
+    def document_text(self) -> str:
+        # Shown as text in a <pre>: the template escapes it like any other document text.
+        return json.dumps(self.snapshot.document, indent=2, ensure_ascii=False)
+
+
+def _staff_run(request: HttpRequest, ref: str) -> Run:
+    if not is_staff_role(request.user):
+        raise Http404("No such run.")
+    return get_object_or_404(Run.objects.select_related("agent", "subject"), ref=ref)
+
+
+@login_required
+def timeline(request: HttpRequest, ref: str) -> HttpResponse:
+    run = _staff_run(request, ref)
+    snapshots = list(run.snapshots.select_related("agent").order_by("generation"))
+    generations = [
+        Generation(
+            snapshot=snapshot,
+            counts=count_document(snapshot.document),
+            previous=snapshots[index - 1].generation if index else None,
+            budget=[
+                (PART_LABELS[part], _tokens(snapshot.budget[part]))
+                for part in BUDGET_PARTS
+                if snapshot.budget and part in snapshot.budget
+            ],
+        )
+        for index, snapshot in enumerate(snapshots)
+    ]
+    return render(
+        request,
+        "ledger/run_snapshots.html",
+        {
+            "run": run,
+            "generations": generations,
+            "chart": budget_chart(snapshots),
+            "accepted": sum(s.status == Snapshot.Status.ACCEPTED for s in snapshots),
+            "rejected": sum(s.status == Snapshot.Status.REJECTED for s in snapshots),
+        },
+    )
+
+
+class DiffForm(forms.Form):
+    a = forms.TypedChoiceField(label="From generation", coerce=int)
+    b = forms.TypedChoiceField(label="To generation", coerce=int)
+
+    def __init__(self, *args: Any, generations: Sequence[Snapshot], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        choices = [
+            (str(s.generation), f"{s.generation} ({s.get_status_display()})") for s in generations
+        ]
+        self.fields["a"].choices = choices
+        self.fields["b"].choices = choices
+
+
+@login_required
+def diff(request: HttpRequest, ref: str) -> HttpResponse:
+    run = _staff_run(request, ref)
+    snapshots = {s.generation: s for s in run.snapshots.order_by("generation")}
+    ordered = list(snapshots.values())
+    data = request.GET if ("a" in request.GET or "b" in request.GET) else None
+    if data is None and len(ordered) >= 2:
+        data = {"a": str(ordered[-2].generation), "b": str(ordered[-1].generation)}
+    form = DiffForm(data, generations=ordered)
+    context: dict[str, Any] = {"run": run, "form": form, "enough": len(ordered) >= 2}
+    status = 200
+    if data is not None and form.is_valid():
+        before = snapshots[form.cleaned_data["a"]]
+        after = snapshots[form.cleaned_data["b"]]
+        context.update(
+            before=before,
+            after=after,
+            changes=diff_documents(before.document, after.document),
+        )
+    elif data is not None:
+        status = 400
+    template = "ledger/snapshot_diff.html"
+    if request.htmx:  # type: ignore[attr-defined]
+        template += "#result"
+    return render(request, template, context, status=status)

@@ -1,0 +1,94 @@
+"""Whole-subject actions on the subject page: pause memory, export everything, erase it."""
+
+from __future__ import annotations
+
+import json
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from ledger.actions.subjects import erase_subject, set_memory_paused
+from ledger.actors import Actor
+from ledger.exports import export_subject
+from ledger.models import Subject
+from ledger.views.memories import TEMPLATE, is_own, subject_url
+
+
+def _visible_subject(request: HttpRequest, pk: int) -> Subject:
+    return get_object_or_404(Subject.objects.visible_to(request.user), pk=pk)
+
+
+@login_required
+@require_POST
+def subject_pause(request: HttpRequest, pk: int) -> HttpResponse:
+    """The one switch: ``paused=on`` stops every new write about the subject."""
+    subject = _visible_subject(request, pk)
+    paused = request.POST.get("paused") == "on"
+    subject = set_memory_paused(
+        subject=subject,
+        actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+        paused=paused,
+    )
+    if not request.htmx:
+        messages.success(request, "Memory is paused." if paused else "Memory is switched back on.")
+        return HttpResponseRedirect(subject_url(subject))
+    return render(
+        request,
+        f"{TEMPLATE}#switch",
+        {"subject": subject, "own": is_own(request, subject), "switched": True},
+    )
+
+
+@login_required
+@require_GET
+def subject_export(request: HttpRequest, pk: int) -> HttpResponse:
+    """Everything about the subject as a JSON download (format: docs/end-users.md)."""
+    subject = _visible_subject(request, pk)
+    document = export_subject(subject)
+    safe_ref = "".join(c if c.isalnum() or c in "-_" else "_" for c in subject.ref)
+    filename = f"memoryadmin-export-{safe_ref}-{timezone.now():%Y-%m-%d}.json"
+    response = HttpResponse(
+        json.dumps(document, indent=2, ensure_ascii=False),
+        content_type="application/json; charset=utf-8",
+    )
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+def _names(subject: Subject) -> set[str]:
+    return {n.casefold() for n in (subject.name, subject.ref) if n}
+
+
+@login_required
+def subject_erase(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the deliberate confirm step. POST: erase, if the name was typed exactly."""
+    subject = _visible_subject(request, pk)
+    context = {"subject": subject, "own": is_own(request, subject), "typed": "", "error": ""}
+    if request.method == "GET":
+        return render(request, "ledger/erase.html", context)
+    if request.method != "POST":
+        return HttpResponse(status=405)
+    typed = " ".join(request.POST.get("confirm_name", "").split())
+    if typed.casefold() not in _names(subject):
+        context.update(
+            typed=typed,
+            error=f"To erase, type “{subject.name}” exactly as shown. Nothing was erased.",
+        )
+        return render(request, "ledger/erase.html", context, status=400)
+    erasure = erase_subject(
+        subject=subject,
+        actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+        pause=request.POST.get("pause") == "on",
+    )
+    messages.success(
+        request,
+        f"Erased: {erasure.memories} memories, {erasure.ledger_entries} ledger entries and "
+        f"{erasure.sources} sources no longer hold any content. The assistant recalls nothing "
+        "of it.",
+    )
+    return HttpResponseRedirect(subject_url(subject))

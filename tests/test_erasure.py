@@ -1,0 +1,226 @@
+"""Erase everything: after typing the name, no statement, excerpt or fact about the person
+survives anywhere in the database — live rows or history — and agents recall nothing."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from ledger.actions.journal import journal_intent, record_outcome
+from ledger.actions.ledger_entries import record_ledger_entry
+from ledger.actions.memories import SourceInput, correct_memory, retract_memory
+from ledger.actions.notes import write_note
+from ledger.actions.recalls import record_recall
+from ledger.actions.snapshots import SnapshotInput, store_snapshot
+from ledger.actions.tracking import save_tracked
+from ledger.actors import Actor
+from ledger.models import Erasure, LedgerEntry, Memory, Run, Subject
+from ledger.recall import recall
+from tests.conftest import PASSWORD, SUBJECT, body
+
+# Each secret goes into a different place; none may survive the erasure.
+SECRETS = {
+    "name": "Dana Quillfeather",
+    "statement": "Keeps the spare key under the blue Quokka pot.",
+    "excerpt": "my spare key is under the blue quokka pot, honestly",
+    "correction": "Keeps the spare key with neighbour Zebulon.",
+    "reason": "Zebulon moved in next door",
+    "guess": "Probably allergic to Wombatine.",
+    "fact": "Promised a Xylophone refund of 40 EUR.",
+    "ledger_excerpt": "xylophone refund please",
+    "intent": "email Dana about the Xylophone refund",
+    "effect": "mail id Narwhal-889 sent",
+    "note": "customer mentioned Platypus account",
+    "snapshot": "Task: settle the Xylophone refund for Quillfeather",
+    "goal": "answer about the Quokka pot",
+    "api": "Prefers Okapi-themed invoices.",
+}
+
+
+@pytest.fixture
+def dana(make_person) -> Client:
+    user = make_person("dana", subject=SUBJECT)
+    subject = Subject.objects.get(ref=SUBJECT)
+    subject.display_name = SECRETS["name"]
+    save_tracked(subject, actor=Actor.system("test"), reason="Named.")
+    client = Client()
+    client.login(username=user.username, password=PASSWORD)
+    return client
+
+
+@pytest.fixture
+def everything(dana, remember, agent, api) -> Subject:
+    """Content about Dana in every place the product keeps any."""
+    key = remember(
+        SECRETS["statement"],
+        key="home.key",
+        source=SourceInput(
+            kind="user_message", ref="msg_q1", run="run_q", excerpt=SECRETS["excerpt"]
+        ),
+    )
+    correct_memory(
+        memory=key,
+        actor=Actor.for_user(Subject.objects.get(ref=SUBJECT).owner),
+        statement=SECRETS["correction"],
+        reason=SECRETS["reason"],
+    )
+    guess = remember(SECRETS["guess"], basis="inferred")
+    retract_memory(memory=guess, actor=Actor.for_agent(agent), reason="wrong")
+    subject = Subject.objects.get(ref=SUBJECT)
+    record_ledger_entry(
+        subject=subject,
+        agent=agent,
+        fact=SECRETS["fact"],
+        kind="commitment",
+        source=SourceInput(kind="user_message", ref="msg_q2", excerpt=SECRETS["ledger_excerpt"]),
+        run_ref="run_q",
+    )
+    run = Run.objects.get(ref="run_q")
+    journal_intent(
+        agent=agent,
+        run=run,
+        idempotency_key="refund-1",
+        action="send_email",
+        intent={"text": SECRETS["intent"]},
+    )
+    record_outcome(
+        agent=agent,
+        idempotency_key="refund-1",
+        state="done",
+        effect={"result": SECRETS["effect"]},
+        verification={"seen": SECRETS["effect"]},
+    )
+    write_note(run=run, agent=agent, key="hint", value=SECRETS["note"])
+    store_snapshot(
+        run_ref="run_q",
+        agent=agent,
+        data=SnapshotInput(
+            document={"task": SECRETS["snapshot"]},
+            tokens_before=100,
+            tokens_after=10,
+            narrative=SECRETS["snapshot"],
+            subject_ref=SUBJECT,
+        ),
+    )
+    record_recall(
+        agent=agent, result=recall(subject=subject, goal=SECRETS["goal"], k=5), run_ref="run_q"
+    )
+    response = api.post(
+        "/api/v1/memories",
+        body(statement=SECRETS["api"], key=""),
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="idem-okapi",
+    )
+    assert response.status_code == 201, response.json()
+    return subject
+
+
+def database_text() -> str:
+    """Every row of every table, as text, lower-cased: what an attacker with a dump would see."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'public' AND table_type = 'BASE TABLE'"
+        )
+        tables = [row[0] for row in cursor.fetchall()]
+        chunks = []
+        for table in tables:
+            cursor.execute(f'SELECT t::text FROM "{table}" t')  # names come from the catalog
+            chunks.extend(row[0] for row in cursor.fetchall())
+    return "\n".join(chunks).casefold()
+
+
+def secret_words() -> list[str]:
+    # A distinctive word from each secret: survives any reformatting of the text.
+    return [
+        "quillfeather",
+        "quokka",
+        "zebulon",
+        "wombatine",
+        "xylophone",
+        "narwhal",
+        "platypus",
+        "okapi",
+    ]
+
+
+def erase(client: Client, subject: Subject, typed: str) -> object:
+    return client.post(
+        reverse("subject-erase", args=[subject.pk]), {"confirm_name": typed, "pause": "on"}
+    )
+
+
+def test_the_secrets_are_there_before(everything) -> None:
+    text = database_text()
+    for word in secret_words():
+        assert word in text, word
+
+
+def test_erasure_leaves_no_statement_excerpt_or_fact_anywhere(dana, everything) -> None:
+    response = erase(dana, everything, SECRETS["name"])
+    assert response.status_code == 302
+    text = database_text()
+    for word in secret_words():
+        assert word not in text, f"{word!r} survived the erasure"
+
+
+def test_agents_recall_nothing_afterwards(dana, everything, api) -> None:
+    erase(dana, everything, SECRETS["name"])
+    assert not Memory.objects.filter(subject=everything).servable().exists()
+    assert not LedgerEntry.objects.filter(subject=everything).in_force().exists()
+    response = api.get(f"/api/v1/subjects/{SUBJECT}/recall", {"goal": "spare key"})
+    assert response.status_code == 200
+    for word in secret_words():
+        assert word not in response.content.decode().casefold()
+
+
+def test_the_skeleton_and_the_erasure_record_remain(dana, everything) -> None:
+    versions_before = Memory.history.filter(subject_id=everything.pk).count()
+    erase(dana, everything, SECRETS["name"])
+    erasure = Erasure.objects.get(subject=everything)
+    assert erasure.erased_by == "user:dana"
+    assert (erasure.memories, erasure.ledger_entries) == (4, 1)
+    assert erasure.sources >= 5
+    assert set(Memory.objects.filter(subject=everything).values_list("status", flat=True)) == {
+        "erased"
+    }
+    # Every earlier version is still there, with its status and actor, but no text.
+    rows = Memory.history.filter(subject_id=everything.pk)
+    assert rows.count() == versions_before + 4
+    assert {r.statement for r in rows} == {""}
+    assert {"active", "superseded", "retracted", "pending", "erased"} <= {r.status for r in rows}
+    assert "agent:fixture-agent" in {r.history_actor for r in rows}
+    everything.refresh_from_db()
+    assert everything.memory_paused
+    assert everything.display_name == ""
+
+
+def test_page_says_what_happened_after_erasure(dana, everything) -> None:
+    page = dana.get(reverse("subject", args=[everything.pk]))
+    assert SECRETS["correction"] in page.content.decode()
+    response = dana.post(
+        reverse("subject-erase", args=[everything.pk]),
+        {"confirm_name": SECRETS["name"].upper()},
+        follow=True,
+    )
+    html = response.content.decode()
+    assert "Everything was erased on" in html
+    assert "The assistant recalls nothing" in html
+    assert SECRETS["correction"] not in html
+    assert "Nothing is remembered about you right now." in html
+
+
+def test_a_wrong_name_erases_nothing_and_says_why(dana, everything) -> None:
+    response = erase(dana, everything, "Dana")
+    assert response.status_code == 400
+    assert "Nothing was erased." in response.content.decode()
+    assert not Erasure.objects.exists()
+    assert Memory.objects.filter(subject=everything, statement=SECRETS["correction"]).exists()
+
+
+def test_the_erase_page_asks_for_the_name(dana, everything) -> None:
+    html = dana.get(reverse("subject-erase", args=[everything.pk])).content.decode()
+    assert "To confirm, type" in html
+    assert SECRETS["name"] in html
