@@ -146,7 +146,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["ledger.api.auth.AgentKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["ledger.api.auth.HasAgentScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["ledger.api.parsers.NestingSafeJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "ledger.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

@@ -125,3 +125,10 @@ def test_malformed_idempotency_key_is_refused(api: APIClient) -> None:
     assert response.status_code == 400
     assert response.json()["code"] == "invalid_idempotency_key"
     assert Memory.objects.count() == 0
+
+
+def test_json_nested_beyond_the_parser_is_a_400(api: APIClient) -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    response = api.generic("POST", URL, raw, content_type="application/json")
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]

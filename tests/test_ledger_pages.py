@@ -131,6 +131,7 @@ def test_the_person_sees_only_commitments_and_proposals_about_them(
     assert "Never e-mail the supplier" in agreed and "Refund 40.00 EUR" in agreed
     proposals = section(html, "Proposals you have not agreed to")
     assert "Offer a 15 % discount on renewal." in proposals and "not agreed" in proposals
+    assert "Nothing happens unless you agree to it." in proposals
     for hidden in (
         "Probably travels",
         "Invoice 1042",

@@ -360,3 +360,32 @@ def test_support_sees_the_page_in_their_own_words(dana, make_person) -> None:
     assert "What the assistant remembers about acct_4b71c9e20d8af315" in html
     assert "The person said this" in html
     assert "from the person’s message in the conversation of" in html
+
+
+def test_only_the_person_who_deleted_can_undo(dana, make_person) -> None:
+    make_person("sam", role="support")
+    support = Client()
+    support.login(username="sam", password=PASSWORD)
+    old = memory("Prefers email over telephone for billing questions.")
+    support.post(reverse("memory-delete", args=[old.pk]), **HTMX)
+    response = dana.post(reverse("memory-undo", args=[old.pk]), **HTMX)
+    assert response.status_code == 409
+    assert "Only the person who deleted it can undo that." in response.content.decode()
+    old.refresh_from_db()
+    assert old.status == Memory.Status.RETRACTED
+
+
+def test_support_must_say_why_they_correct(dana, make_person) -> None:
+    make_person("sam", role="support")
+    support = Client()
+    support.login(username="sam", password=PASSWORD)
+    old = memory("Prefers email over telephone for billing questions.")
+    url = reverse("memory-edit", args=[old.pk])
+    refused = support.post(url, {"statement": "Prefers letters."}, **HTMX)
+    assert refused.status_code == 400
+    assert "Support must say why" in refused.content.decode()
+    support.post(url, {"statement": "Prefers letters.", "reason": "Ticket 41"}, **HTMX)
+    old.refresh_from_db()
+    assert old.superseded_by.statement == "Prefers letters."
+    assert "You corrected this" in support.get(page_url()).content.decode()
+    assert "Corrected by support" in dana.get(page_url()).content.decode()

@@ -17,9 +17,7 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.exceptions import ParseError
 from rest_framework.pagination import CursorPagination
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -44,16 +42,6 @@ JOURNAL_KEY_MAX = 200
 JOURNAL_KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
 JOURNAL_KEY_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}"
 OUTCOME_STATES = [s for s in JournalEntry.State.values if s != JournalEntry.State.INTENDED]
-
-
-class NestingSafeJSONParser(JSONParser):
-    """JSON whose nesting overflows Python's parser is bad input (400), not a server error."""
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise ParseError("JSON parse error - nested too deeply.") from None
 
 
 def json_problem(value: Any, depth: int = 0) -> str | None:
@@ -195,7 +183,6 @@ RESUME_ADVICE = {
 class RunJournalView(APIView):
     """Journal an intent before acting. The same key twice returns the first entry."""
 
-    parser_classes = [NestingSafeJSONParser]
 
     @extend_schema(
         request=IntentSerializer,
@@ -264,7 +251,6 @@ class JournalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
     """The calling agent's journal: what must be resolved, one entry, an outcome."""
 
     serializer_class = JournalEntrySerializer
-    parser_classes = [NestingSafeJSONParser]
     pagination_class = OldestFirst
     lookup_field = "idempotency_key"
     lookup_url_kwarg = "key"

@@ -37,7 +37,6 @@ from ledger.api.fields import (
     StrictSerializer,
 )
 from ledger.api.idempotency import idempotent
-from ledger.api.journal import NestingSafeJSONParser
 from ledger.api.serializers import (
     REASON_MAX,
     SlotKeyField,
@@ -237,7 +236,6 @@ LIST_PARAMETERS = [
 class SubjectLedgerView(APIView):
     """GET the ledger of a subject; POST a new entry about it."""
 
-    parser_classes = [NestingSafeJSONParser]
 
     def _subject(self, ref: str) -> Subject:
         subject = Subject.objects.filter(ref=ref).first()
@@ -359,7 +357,6 @@ class LedgerEntryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """One entry: read it, its history; promote, supersede, withdraw or edit it."""
 
     serializer_class = LedgerEntrySerializer
-    parser_classes = [NestingSafeJSONParser]
     http_method_names = ["get", "post", "patch", "head", "options"]
 
     def get_queryset(self) -> QuerySet[LedgerEntry]:

@@ -17,7 +17,7 @@ from ledger.actions.notes import delete_note, write_note
 from ledger.api.auth import agent_of
 from ledger.api.fields import StrictCharField, StrictSerializer
 from ledger.api.idempotency import idempotent
-from ledger.api.journal import NestingSafeJSONParser, valid_ref
+from ledger.api.journal import valid_ref
 from ledger.models import Run, RunNote, Subject
 
 NOTE_KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
@@ -84,7 +84,6 @@ class RunNotesView(APIView):
 
 
 class RunNoteView(APIView):
-    parser_classes = [NestingSafeJSONParser]
 
     @extend_schema(request=NoteValueSerializer, responses={200: RunNoteSerializer})
     def put(self, request: Request, ref: str, key: str) -> Response:

@@ -20,6 +20,11 @@ from ledger.models import LedgerEntry, Subject
 from ledger.querysets import is_staff_role
 
 TEMPLATE = "ledger/subject_ledger.html"
+# The person reads these about themselves; agents and support read KIND_LABELS.
+OWNER_LABELS = {
+    LedgerEntry.Kind.COMMITMENT: "Agreed: the assistant has to keep to this.",
+    LedgerEntry.Kind.PROPOSAL: "Only proposed. Nothing happens unless you agree to it.",
+}
 
 
 @dataclass(frozen=True)
@@ -37,13 +42,13 @@ class Section:
     empty: str
 
 
-def _rows(entries: QuerySet[LedgerEntry], now: datetime) -> list[Row]:
+def _rows(
+    entries: QuerySet[LedgerEntry], now: datetime, labels: dict[str, str] = KIND_LABELS
+) -> list[Row]:
     related = entries.select_related(
         "run", "agent", "source", "promotion_source", "supersedes", "superseded_by"
     )
-    return [
-        Row(e, KIND_LABELS[LedgerEntry.Kind(e.kind)], effective_status(e, now)) for e in related
-    ]
+    return [Row(e, labels[e.kind], effective_status(e, now)) for e in related]
 
 
 def staff_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Section]:
@@ -68,13 +73,13 @@ def owner_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Sectio
         Section(
             "What was agreed with you",
             "commitments",
-            _rows(shown.filter(kind=LedgerEntry.Kind.COMMITMENT), now),
+            _rows(shown.filter(kind=LedgerEntry.Kind.COMMITMENT), now, OWNER_LABELS),
             "Nothing has been agreed with you.",
         ),
         Section(
             "Proposals you have not agreed to",
             "proposals",
-            _rows(shown.filter(kind=LedgerEntry.Kind.PROPOSAL), now),
+            _rows(shown.filter(kind=LedgerEntry.Kind.PROPOSAL), now, OWNER_LABELS),
             "No open proposals.",
         ),
     ]
