@@ -207,6 +207,7 @@ def test_page_says_what_happened_after_erasure(dana, everything) -> None:
     )
     html = response.content.decode()
     assert "Everything was erased on" in html
+    assert " by you: 4 memories, 1 ledger entry and " in html
     assert "The assistant recalls nothing" in html
     assert SECRETS["correction"] not in html
     assert "Nothing is remembered about you right now." in html

@@ -34,7 +34,7 @@ from ledger.actions.memories import (
 )
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Subject
-from ledger.views.presenting import KIND_TITLES, Card, card_for, steps, undo_seconds
+from ledger.views.presenting import KIND_TITLES, Card, card_for, steps, undo_seconds, who
 
 TEMPLATE = "ledger/subject.html"
 STATUS_FILTERS = {
@@ -165,7 +165,7 @@ def page_context(request: HttpRequest, subject: Subject, filters: Filters) -> di
         "groups": [g for g in groups if g.cards],
         "conflicts": [v for v in conflict_views if len(v.cards) > 1],
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
-        "erasures": list(subject.erasures.all()),
+        "erasures": [(e, who(e.erased_by, viewer=request.user)) for e in subject.erasures.all()],
         "undo_seconds": undo_seconds(),
     }
 
