@@ -104,6 +104,8 @@ class Run(models.Model):
     )
     started_at = models.DateTimeField(auto_now_add=True)
 
+    history = tracked()
+
     class Meta:
         ordering = ["-started_at"]
 

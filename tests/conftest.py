@@ -105,6 +105,12 @@ def remember(agent: Agent) -> Callable[..., Memory]:
 PASSWORD = "a-long-test-password"
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings: Any) -> None:
+    # People in tests are made to sign in, not to test key stretching, which costs ~1 s each.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
 @pytest.fixture
 def make_person(db: None) -> Callable[..., User]:
     def make(username: str, role: str = "user", subject: str = "") -> User:

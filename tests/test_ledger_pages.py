@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import time_machine
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.test import Client
 
 from ledger.actions.journal import journal_intent, record_outcome, run_for_agent
@@ -21,7 +21,6 @@ from ledger.actions.ledger_entries import (
 from ledger.actions.memories import SourceInput
 from ledger.actions.notes import write_note
 from ledger.models import Agent, LedgerEntry, Memory, Subject
-from ledger.querysets import ADMIN_GROUP, SUPPORT_GROUP
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in
 
 pytestmark = pytest.mark.django_db
@@ -32,12 +31,7 @@ MESSAGE = SourceInput(kind="user_message", ref="msg_agree_1", excerpt="yes, go a
 
 
 @pytest.fixture(autouse=True)
-def frozen(settings: Any, db: None) -> Any:
-    # People here are made to be signed in, not to test hashing: keep it cheap.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # A transactional test elsewhere may have flushed the groups the migrations made.
-    for role in (SUPPORT_GROUP, ADMIN_GROUP):
-        Group.objects.get_or_create(name=role)
+def frozen(db: None) -> Any:
     with time_machine.travel(START, tick=False):
         yield
 

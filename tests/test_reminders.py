@@ -54,10 +54,7 @@ def clock() -> Iterator[Callable[[datetime], None]]:
 
 
 @pytest.fixture
-def people(make_person: Callable[..., User], settings: Any) -> dict[str, User]:
-    # Five people with the production hasher would spend seconds on key stretching alone.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
+def people(make_person: Callable[..., User]) -> dict[str, User]:
     def with_email(user: User, email: str) -> User:
         user.email = email
         user.save(update_fields=["email"])

@@ -6,10 +6,8 @@ import copy
 from typing import Any
 
 import pytest
-from django.contrib.auth.models import Group
 
 from ledger.models import Agent
-from ledger.querysets import SUPPORT_GROUP
 from tests.conftest import ARTIFACTS, sign_in
 from tests.test_snapshot_checks import DOCUMENT
 from tests.test_snapshot_pages import BUDGET, DIFF, TIMELINE, compact, later_document
@@ -19,8 +17,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 @pytest.fixture
 def support_person(make_person: Any) -> None:
-    # A transactional test before this one may have flushed the groups the migrations made.
-    Group.objects.get_or_create(name=SUPPORT_GROUP)
     make_person("sam", role="support")
 
 

@@ -28,12 +28,11 @@ import redis
 import time_machine
 from celery import Celery
 from django.conf import settings
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
 from ledger.models import Conflict, Memory, Reminder
-from ledger.querysets import SUPPORT_GROUP
 from tests.conftest import SUBJECT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -383,13 +382,9 @@ def test_reminders_created_once_and_sent_as_one_digest_per_recipient(
     mail_dir: Path,
     remember: Callable[..., Memory],
     make_person: Callable[..., User],
-    settings: Any,
 ) -> None:
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     for path in mail_dir.iterdir():
         path.unlink()
-    # A transactional test's flush also empties the groups the migrations created.
-    Group.objects.get_or_create(name=SUPPORT_GROUP)
     for username, role, subject, address in [
         ("dana", "user", SUBJECT, "dana@example.com"),
         ("marco", "user", OTHER, ""),

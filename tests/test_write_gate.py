@@ -274,11 +274,20 @@ def test_idempotency_key_reused_with_another_body_is_refused(api: APIClient) -> 
 def test_idempotency_keys_are_scoped_to_the_agent(api: APIClient, api_agent) -> None:
     other, _ = api_agent
     post(api, body(), **{"Idempotency-Key": "shared"})
-    response = post(
-        other, body(statement="Another agent's memory.", key="x"), **{"Idempotency-Key": "shared"}
-    )
+    theirs = body(statement="Another agent's memory.", key="x")
+    theirs["source"] = dict(theirs["source"], run="run_of_the_other_agent")
+    response = post(other, theirs, **{"Idempotency-Key": "shared"})
     assert response.status_code == 201
     assert Memory.objects.count() == 2
+
+
+def test_a_write_filed_under_another_agents_run_is_refused(api: APIClient, api_agent) -> None:
+    other, _ = api_agent
+    post(api, body())
+    response = post(other, body(statement="Filed under someone else's run.", key="x"))
+    assert response.status_code == 409
+    assert response.json()["code"] == "run_of_another_agent"
+    assert Memory.objects.count() == 1
 
 
 def test_idempotent_refusal_is_replayed_too(api: APIClient) -> None:

@@ -15,6 +15,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Run
@@ -60,8 +61,10 @@ def stale_intent_cutoff(now: datetime | None = None) -> datetime:
 
 def run_for_agent(*, ref: str, agent: Agent) -> Run | None:
     """The agent's run with this reference, created on first use; None if another agent's."""
-    run, _ = Run.objects.get_or_create(ref=ref, defaults={"agent": agent})
-    return run if run.agent_id == agent.pk else None
+    try:
+        return start_run(ref=ref, agent=agent)
+    except RunOfAnotherAgent:
+        return None
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from django.utils import timezone
 from ledger.actions.memories import SourceInput, _add_source_row, _run_for
 from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
-from ledger.models import Agent, LedgerEntry, Run, Source, Subject
+from ledger.models import Agent, LedgerEntry, Source, Subject
 from ledger.policy import Refusal
 
 FACT_MAX = 2000
@@ -95,10 +95,6 @@ def record_ledger_entry(
 ) -> LedgerEntry:
     """Record one entry, verbatim, with its source."""
     refuse_unnamed_establishment(kind=kind, source=source)
-    if run_ref and Run.objects.filter(ref=run_ref).exclude(agent=agent).exists():
-        raise Refusal(
-            "run_of_another_agent", f"The run '{run_ref}' belongs to another agent.", status=409
-        )
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from ledger import policy
 from ledger.actions.reminders import clear_reminders
+from ledger.actions.runs import start_run
 from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Conflict, Memory, Policy, Run, Source, Subject, WriteDecision
@@ -59,7 +60,9 @@ def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
     now = timezone.now()
     with transaction.atomic():
         try:
-            result = _decide_and_write(actor=actor, agent=agent, data=data, now=now)
+            # A savepoint: a refusal undoes whatever the decision had written so far.
+            with transaction.atomic():
+                result = _decide_and_write(actor=actor, agent=agent, data=data, now=now)
         except policy.Refusal as refusal:
             result = GateResult(
                 outcome=WriteDecision.Outcome.REFUSED,
@@ -199,8 +202,7 @@ def _merge_evidence(
 def _run_for(ref: str | None, *, agent: Agent | None, subject: Subject) -> Run | None:
     if not ref or agent is None:
         return None
-    run, _ = Run.objects.get_or_create(ref=ref, defaults={"agent": agent, "subject": subject})
-    return run
+    return start_run(ref=ref, agent=agent, subject=subject)
 
 
 def _add_source(

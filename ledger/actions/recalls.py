@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from ledger import policy
-from ledger.models import Agent, Recall, RecallItem, Run
+from ledger.actions.runs import start_run
+from ledger.models import Agent, Recall, RecallItem
 from ledger.recall import RecallResult
 
 
@@ -20,15 +20,7 @@ def record_recall(
     with transaction.atomic():
         run = None
         if run_ref:
-            run, _ = Run.objects.get_or_create(
-                ref=run_ref, defaults={"agent": agent, "subject": result.subject}
-            )
-            if run.agent_id != agent.pk:
-                raise policy.Refusal(
-                    "run_of_another_agent",
-                    f"The run '{run_ref}' belongs to another agent; use a run of your own.",
-                    status=409,
-                )
+            run = start_run(ref=run_ref, agent=agent, subject=result.subject)
         recall = Recall.objects.create(
             agent=agent,
             run=run,

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.models import Agent, LedgerEntry, Run, Snapshot, Subject
 from ledger.policy import Refusal
 from ledger.snapshots import check_document
@@ -36,22 +37,18 @@ def store_snapshot(*, run_ref: str, agent: Agent, data: SnapshotInput) -> Snapsh
     """
     with transaction.atomic():
         subject = _subject(data.subject_ref)
-        run, _ = Run.objects.get_or_create(
-            ref=run_ref, defaults={"agent": agent, "subject": subject}
-        )
-        run = Run.objects.select_for_update().get(pk=run.pk)
-        if run.agent_id != agent.pk:
+        try:
+            run = start_run(ref=run_ref, agent=agent, subject=subject)
+        except RunOfAnotherAgent:
             # Another agent's run is not this agent's to write into, nor to learn about.
-            raise Refusal("not_found", "No run with this reference.", status=404)
+            raise Refusal("not_found", "No run with this reference.", status=404) from None
+        run = Run.objects.select_for_update().get(pk=run.pk)
         if subject is not None and run.subject_id != subject.pk:
-            if run.subject_id is not None:
-                raise Refusal(
-                    "subject_mismatch",
-                    f"Run '{run.ref}' is about another subject; a run keeps one subject.",
-                    status=409,
-                )
-            run.subject = subject
-            run.save(update_fields=["subject"])
+            raise Refusal(
+                "subject_mismatch",
+                f"Run '{run.ref}' is about another subject; a run keeps one subject.",
+                status=409,
+            )
 
         generation = _generation(run, data.generation)
         previous = (

@@ -183,7 +183,6 @@ RESUME_ADVICE = {
 class RunJournalView(APIView):
     """Journal an intent before acting. The same key twice returns the first entry."""
 
-
     @extend_schema(
         request=IntentSerializer,
         responses={

@@ -236,7 +236,6 @@ LIST_PARAMETERS = [
 class SubjectLedgerView(APIView):
     """GET the ledger of a subject; POST a new entry about it."""
 
-
     def _subject(self, ref: str) -> Subject:
         subject = Subject.objects.filter(ref=ref).first()
         if subject is None:

@@ -84,7 +84,6 @@ class RunNotesView(APIView):
 
 
 class RunNoteView(APIView):
-
     @extend_schema(request=NoteValueSerializer, responses={200: RunNoteSerializer})
     def put(self, request: Request, ref: str, key: str) -> Response:
         """Write a note, creating the run on first use (201), overwriting the key after (200)."""
