@@ -5,10 +5,10 @@ from ledger.views import ledger as ledger_views
 
 urlpatterns = [
     path("", home.home, name="home"),
-    path("subjects/<int:pk>/", memories.subject_page, name="subject"),
-    path("subjects/<int:pk>/pause/", subjects.subject_pause, name="subject-pause"),
-    path("subjects/<int:pk>/export/", subjects.subject_export, name="subject-export"),
-    path("subjects/<int:pk>/erase/", subjects.subject_erase, name="subject-erase"),
+    path("subjects/<str:ref>/", memories.subject_page, name="subject"),
+    path("subjects/<str:ref>/pause/", subjects.subject_pause, name="subject-pause"),
+    path("subjects/<str:ref>/export/", subjects.subject_export, name="subject-export"),
+    path("subjects/<str:ref>/erase/", subjects.subject_erase, name="subject-erase"),
     path("memories/<uuid:pk>/", memories.memory_card, name="memory"),
     path("memories/<uuid:pk>/edit/", memories.memory_edit, name="memory-edit"),
     path("memories/<uuid:pk>/delete/", memories.memory_delete, name="memory-delete"),

@@ -148,7 +148,7 @@ def secret_words() -> list[str]:
 
 def erase(client: Client, subject: Subject, typed: str) -> object:
     return client.post(
-        reverse("subject-erase", args=[subject.pk]), {"confirm_name": typed, "pause": "on"}
+        reverse("subject-erase", args=[subject.ref]), {"confirm_name": typed, "pause": "on"}
     )
 
 
@@ -198,10 +198,10 @@ def test_the_skeleton_and_the_erasure_record_remain(dana, everything) -> None:
 
 
 def test_page_says_what_happened_after_erasure(dana, everything) -> None:
-    page = dana.get(reverse("subject", args=[everything.pk]))
+    page = dana.get(reverse("subject", args=[everything.ref]))
     assert SECRETS["correction"] in page.content.decode()
     response = dana.post(
-        reverse("subject-erase", args=[everything.pk]),
+        reverse("subject-erase", args=[everything.ref]),
         {"confirm_name": SECRETS["name"].upper()},
         follow=True,
     )
@@ -222,6 +222,6 @@ def test_a_wrong_name_erases_nothing_and_says_why(dana, everything) -> None:
 
 
 def test_the_erase_page_asks_for_the_name(dana, everything) -> None:
-    html = dana.get(reverse("subject-erase", args=[everything.pk])).content.decode()
+    html = dana.get(reverse("subject-erase", args=[everything.ref])).content.decode()
     assert "To confirm, type" in html
     assert SECRETS["name"] in html

@@ -44,7 +44,7 @@ def dana(make_person, remember, agent) -> Client:
 
 def download(client: Client) -> tuple[object, dict]:
     subject = Subject.objects.get(ref=SUBJECT)
-    response = client.get(reverse("subject-export", args=[subject.pk]))
+    response = client.get(reverse("subject-export", args=[subject.ref]))
     return response, json.loads(response.content)
 
 
@@ -96,7 +96,7 @@ def test_export_holds_ledger_entries_and_conflicts(dana) -> None:
 
 def test_export_after_erasure_holds_only_the_skeleton(dana) -> None:
     subject = Subject.objects.get(ref=SUBJECT)
-    dana.post(reverse("subject-erase", args=[subject.pk]), {"confirm_name": SUBJECT})
+    dana.post(reverse("subject-erase", args=[subject.ref]), {"confirm_name": SUBJECT})
     _, document = download(dana)
     assert {m["statement"] for m in document["memories"]} == {""}
     assert {m["status"] for m in document["memories"]} == {"erased"}

@@ -36,7 +36,7 @@ def dana(make_person, remember) -> Subject:
         source=SourceInput(
             kind="user_message",
             ref="msg_0192",
-            run="run_77",
+            run="run_12",
             turn=4,
             excerpt="please email me about invoices, I never pick up the phone",
         ),

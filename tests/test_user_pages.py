@@ -27,7 +27,7 @@ def dana(make_person, remember) -> Client:
         "Prefers email over telephone for billing questions.",
         key="contact.channel",
         source=SourceInput(
-            kind="user_message", ref="msg_1", run="run_77", excerpt="please email me about invoices"
+            kind="user_message", ref="msg_1", run="run_12", excerpt="please email me about invoices"
         ),
     )
     client = Client()
@@ -36,7 +36,7 @@ def dana(make_person, remember) -> Client:
 
 
 def page_url() -> str:
-    return reverse("subject", args=[Subject.objects.get(ref=SUBJECT).pk])
+    return reverse("subject", args=[SUBJECT])
 
 
 def memory(statement: str) -> Memory:
@@ -311,7 +311,7 @@ def test_expiring_soon_badge(dana, remember) -> None:
 
 def test_pause_switch_makes_the_gate_refuse_and_the_page_say_so(dana, api) -> None:
     subject = Subject.objects.get(ref=SUBJECT)
-    response = dana.post(reverse("subject-pause", args=[subject.pk]), {"paused": "on"}, **HTMX)
+    response = dana.post(reverse("subject-pause", args=[subject.ref]), {"paused": "on"}, **HTMX)
     assert "Memory is paused" in response.content.decode()
     refused = api.post("/api/v1/memories", body(statement="Likes tea."), format="json")
     assert refused.status_code == 423
@@ -320,7 +320,7 @@ def test_pause_switch_makes_the_gate_refuse_and_the_page_say_so(dana, api) -> No
     subject.refresh_from_db()
     assert subject.history.first().history_actor == "user:dana"
 
-    dana.post(reverse("subject-pause", args=[subject.pk]), {"paused": "off"}, **HTMX)
+    dana.post(reverse("subject-pause", args=[subject.ref]), {"paused": "off"}, **HTMX)
     assert api.post(
         "/api/v1/memories", body(statement="Likes tea."), format="json"
     ).status_code == (201)

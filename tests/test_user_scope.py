@@ -100,7 +100,7 @@ def test_another_persons_conflict_cannot_be_resolved(erin, data: dict) -> None:
 
 
 def test_a_subject_id_that_does_not_exist_is_not_found(erin) -> None:
-    assert erin.get(reverse("subject", args=[999999])).status_code == 404
+    assert erin.get(reverse("subject", args=["acct_nobody"])).status_code == 404
 
 
 def test_own_page_works_while_others_are_hidden(erin) -> None:
@@ -112,7 +112,7 @@ def test_own_page_works_while_others_are_hidden(erin) -> None:
 
 def test_signed_out_people_are_sent_to_sign_in(erin) -> None:
     subject = Subject.objects.get(ref=OTHER)
-    response = Client().get(reverse("subject", args=[subject.pk]))
+    response = Client().get(reverse("subject", args=[subject.ref]))
     assert response.status_code == 302
     assert "/accounts/login/" in response["Location"]
 

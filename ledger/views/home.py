@@ -17,7 +17,7 @@ def home(request: HttpRequest) -> HttpResponse:
     visible = Subject.objects.visible_to(request.user)
     if not staff and not query:
         # Most people own exactly one subject: their own page is the dashboard.
-        only = list(visible.values_list("pk", flat=True)[:2])
+        only = list(visible.values_list("ref", flat=True)[:2])
         if len(only) == 1:
             return HttpResponseRedirect(reverse("subject", args=[only[0]]))
     subjects = visible.annotate(

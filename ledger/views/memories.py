@@ -91,7 +91,7 @@ def is_own(request: HttpRequest, subject: Subject) -> bool:
 
 
 def subject_url(subject: Subject, anchor: str = "", **params: str) -> str:
-    url = reverse("subject", args=[subject.pk])
+    url = reverse("subject", args=[subject.ref])
     if params:
         url += "?" + urlencode(params)
     return url + (f"#{anchor}" if anchor else "")
@@ -191,8 +191,8 @@ def _visible_memory(request: HttpRequest, pk: Any) -> Memory:
 
 @login_required
 @require_GET
-def subject_page(request: HttpRequest, pk: int) -> HttpResponse:
-    subject = get_object_or_404(Subject.objects.visible_to(request.user), pk=pk)
+def subject_page(request: HttpRequest, ref: str) -> HttpResponse:
+    subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
     filters = Filters.from_data(request.GET)
     context = page_context(request, subject, filters)
     if request.htmx and request.htmx.target == "memory-list":

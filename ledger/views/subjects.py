@@ -18,15 +18,15 @@ from ledger.models import Subject
 from ledger.views.memories import TEMPLATE, is_own, subject_url
 
 
-def _visible_subject(request: HttpRequest, pk: int) -> Subject:
-    return get_object_or_404(Subject.objects.visible_to(request.user), pk=pk)
+def _visible_subject(request: HttpRequest, ref: str) -> Subject:
+    return get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
 
 
 @login_required
 @require_POST
-def subject_pause(request: HttpRequest, pk: int) -> HttpResponse:
+def subject_pause(request: HttpRequest, ref: str) -> HttpResponse:
     """The one switch: ``paused=on`` stops every new write about the subject."""
-    subject = _visible_subject(request, pk)
+    subject = _visible_subject(request, ref)
     paused = request.POST.get("paused") == "on"
     subject = set_memory_paused(
         subject=subject,
@@ -45,9 +45,9 @@ def subject_pause(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_GET
-def subject_export(request: HttpRequest, pk: int) -> HttpResponse:
+def subject_export(request: HttpRequest, ref: str) -> HttpResponse:
     """Everything about the subject as a JSON download (format: docs/end-users.md)."""
-    subject = _visible_subject(request, pk)
+    subject = _visible_subject(request, ref)
     document = export_subject(subject)
     safe_ref = "".join(c if c.isalnum() or c in "-_" else "_" for c in subject.ref)
     filename = f"memoryadmin-export-{safe_ref}-{timezone.now():%Y-%m-%d}.json"
@@ -65,9 +65,9 @@ def _names(subject: Subject) -> set[str]:
 
 
 @login_required
-def subject_erase(request: HttpRequest, pk: int) -> HttpResponse:
+def subject_erase(request: HttpRequest, ref: str) -> HttpResponse:
     """GET: the deliberate confirm step. POST: erase, if the name was typed exactly."""
-    subject = _visible_subject(request, pk)
+    subject = _visible_subject(request, ref)
     context = {"subject": subject, "own": is_own(request, subject), "typed": "", "error": ""}
     if request.method == "GET":
         return render(request, "ledger/erase.html", context)
