@@ -34,9 +34,12 @@ from ledger.actions.memories import (
 )
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Subject
+from ledger.querysets import is_staff_role
 from ledger.views.presenting import KIND_TITLES, Card, card_for, steps, undo_seconds, who
 
 TEMPLATE = "ledger/subject.html"
+# Support sees the latest runs about a person; older ones are reached through the ledger.
+RUNS_SHOWN = 20
 STATUS_FILTERS = {
     "": "Current",
     "active": "In use",
@@ -206,6 +209,8 @@ def subject_page(request: HttpRequest, ref: str) -> HttpResponse:
         value = request.GET.get(param, "")
         found = mine.filter(pk=value).first() if _is_uuid(value) else None
         context[param] = describe(request, found) if found else None
+    if is_staff_role(request.user):
+        context["runs"] = subject.runs.select_related("agent")[:RUNS_SHOWN]
     return render(request, TEMPLATE, context)
 
 
