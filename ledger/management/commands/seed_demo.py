@@ -10,6 +10,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from ledger.actions.agents import hash_key
+from ledger.actions.journal import journal_intent, record_outcome
+from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.memories import (
     MemoryInput,
     SourceInput,
@@ -17,7 +19,10 @@ from ledger.actions.memories import (
     import_memory,
     write_memory,
 )
+from ledger.actions.notes import write_note
 from ledger.actions.people import create_person
+from ledger.actions.runs import start_run
+from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Subject
@@ -164,6 +169,7 @@ class Command(BaseCommand):
             expires_at=now - timedelta(days=30),
             actor=system,
         )
+        self._load_run_state(agent, subject)
         northwind = "acct_9d3e1a77c05b42e8"
         write(
             northwind,
@@ -202,3 +208,138 @@ class Command(BaseCommand):
             named = Subject.objects.get(ref=ref)
             named.display_name = name
             save_tracked(named, actor=system, reason="Demo name.", update_fields=["display_name"])
+
+    def _load_run_state(self, agent: Agent, subject: Subject) -> None:
+        """Run 77 about Dana: a ledger, a journal with an unknown outcome, notes, compactions."""
+        never_call = "Never telephone about billing; email only."
+        record_ledger_entry(
+            subject=subject,
+            agent=agent,
+            fact=never_call,
+            kind="commitment",
+            run_ref="run_77",
+            source=SourceInput(
+                kind="user_message",
+                ref="msg_0192",
+                run="run_77",
+                turn=4,
+                excerpt="please email me about invoices, I never pick up calls",
+            ),
+            immutable=True,
+        )
+        record_ledger_entry(
+            subject=subject,
+            agent=agent,
+            fact="Invoice INV-2291 for 49.00 EUR was sent twice.",
+            kind="established",
+            key="invoice.INV-2291",
+            run_ref="run_77",
+            source=SourceInput(kind="tool_result", ref="billing_lookup_7731", run="run_77"),
+        )
+        record_ledger_entry(
+            subject=subject,
+            agent=agent,
+            kind="proposal",
+            run_ref="run_77",
+            fact="Refund 49.00 EUR of INV-2291 to the card on file.",
+            source=SourceInput(kind="tool_result", ref="refund_quote_118", run="run_77"),
+        )
+        run = start_run(ref="run_77", agent=agent, subject=subject)
+        journal_intent(
+            agent=agent,
+            run=run,
+            idempotency_key="email-INV-2291-apology",
+            action="send_email",
+            intent={"to": "Dana Whitfield", "template": "duplicate_invoice"},
+        )
+        record_outcome(
+            agent=agent,
+            idempotency_key="email-INV-2291-apology",
+            state="done",
+            effect={"message_id": "<8812@mail>"},
+            verification={"mailbox": "delivered"},
+        )
+        journal_intent(
+            agent=agent,
+            run=run,
+            idempotency_key="void-INV-2291-copy",
+            action="void_invoice",
+            intent={"invoice": "INV-2291", "copy": 2},
+        )
+        record_outcome(
+            agent=agent,
+            idempotency_key="void-INV-2291-copy",
+            state="unknown",
+            effect={"error": "gateway timeout after 30 s"},
+        )
+        write_note(run=run, agent=agent, key="invoice", value="INV-2291, 49.00 EUR, sent twice")
+        write_note(run=run, agent=agent, key="next_step", value="Check whether the copy was voided")
+        items = ["duplicate invoice", "refund", "apology"]
+        first = {
+            "task": {"text": "Sort out Dana's duplicated invoice", "items": items},
+            "findings": [
+                {
+                    "item": "duplicate invoice",
+                    "status": "resolved",
+                    "evidence": "INV-2291 was sent twice on 3 March",
+                    "source": {"ref": "billing_lookup_7731", "at": "2026-11-30T09:12:00Z"},
+                },
+                {
+                    "item": "apology",
+                    "status": "resolved",
+                    "evidence": "Apology e-mail delivered",
+                    "source": {"ref": "email-INV-2291-apology", "at": "2026-11-30T09:20:00Z"},
+                },
+            ],
+            "open": [{"item": "refund", "blocked_by": "Dana has not agreed to the refund yet"}],
+            "queries_run": ["billing lookup INV-2291"],
+            "commitments": [never_call],
+            "artifacts": [
+                {
+                    "url": "https://billing.example/invoices/INV-2291",
+                    "fetched_at": "2026-11-30T09:12:00Z",
+                    "gist": "the invoice, twice",
+                }
+            ],
+        }
+        budget = {
+            "system_prompt": 900,
+            "tool_definitions": 1800,
+            "goal": 80,
+            "pinned_facts": 60,
+            "summary": 1400,
+            "recent_turns": 2600,
+            "reserve": 3000,
+        }
+        store_snapshot(
+            run_ref="run_77",
+            agent=agent,
+            data=SnapshotInput(
+                document=first,
+                tokens_before=31000,
+                tokens_after=9840,
+                budget=budget,
+                pinned=["Dana prefers email."],
+            ),
+        )
+        # The next summary dropped the apology and reworded the commitment: rejected.
+        lossy = {
+            **first,
+            "findings": first["findings"][:1],
+            "commitments": ["Prefer email for billing."],
+        }
+        store_snapshot(
+            run_ref="run_77",
+            agent=agent,
+            data=SnapshotInput(document=lossy, tokens_before=33500, tokens_after=6100),
+        )
+        store_snapshot(
+            run_ref="run_77",
+            agent=agent,
+            data=SnapshotInput(
+                document={**first, "queries_run": [*first["queries_run"], "refund quote INV-2291"]},
+                tokens_before=34200,
+                tokens_after=10100,
+                budget=budget,
+            ),
+        )
