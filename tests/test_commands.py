@@ -13,7 +13,7 @@ from django.contrib.auth import authenticate
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
-from ledger.models import Agent, Conflict, Memory, Subject
+from ledger.models import Agent, Conflict, JournalEntry, LedgerEntry, Memory, Snapshot, Subject
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,6 +72,13 @@ def test_seed_demo_loads_a_realistic_demo_once() -> None:
     assert Conflict.objects.open().count() == 1
     assert Memory.objects.filter(basis="inferred").exists()
     assert Subject.objects.get(owner__username="dana").ref == "acct_4b71c9e20d8af315"
+    assert list(Snapshot.objects.order_by("generation").values_list("status", flat=True)) == [
+        "accepted",
+        "rejected",
+        "accepted",
+    ]
+    assert JournalEntry.objects.filter(state="unknown").exists()
+    assert LedgerEntry.objects.in_force().filter(kind="commitment").exists()
     before = Memory.objects.count()
     output = run("seed_demo")
     assert "already loaded" in output
