@@ -6,7 +6,8 @@ Only the write policy is editable here, and even that is saved with who and why.
 from typing import Any
 
 from django.contrib import admin
-from django.http import HttpRequest
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
 
 from ledger import models
@@ -14,7 +15,18 @@ from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
 
 
-class ReadOnlyAdmin(SimpleHistoryAdmin):
+class NoHistoryRevert(SimpleHistoryAdmin):
+    """simple-history's revert form saves a row behind the write functions: refuse it."""
+
+    def history_form_view(
+        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
+    ) -> HttpResponse:
+        if request.method != "GET":
+            raise PermissionDenied("Changes go through memoryadmin's own pages and API.")
+        return super().history_form_view(request, object_id, version_id, extra_context)
+
+
+class ReadOnlyAdmin(NoHistoryRevert):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
@@ -63,7 +75,7 @@ class WriteDecisionAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Policy)
-class PolicyAdmin(SimpleHistoryAdmin):
+class PolicyAdmin(NoHistoryRevert):
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 

@@ -20,6 +20,7 @@ from ledger.querysets import (
     LedgerEntryQuerySet,
     MemoryQuerySet,
     ReminderQuerySet,
+    RunQuerySet,
     SubjectQuerySet,
 )
 
@@ -105,6 +106,7 @@ class Run(models.Model):
     started_at = models.DateTimeField(auto_now_add=True)
 
     history = tracked()
+    objects = RunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-started_at"]

@@ -9,11 +9,13 @@ from datetime import datetime, timedelta
 
 from ledger.models import Memory, Policy
 
-# Characters that could end a line or reorder text when a statement is pasted into a
-# prompt or shown on a page: control characters, line and paragraph separators,
-# lone surrogates and the bidirectional overrides.
-_FORBIDDEN_CATEGORIES = {"Cc", "Cs", "Zl", "Zp"}
-_BIDI_CONTROLS = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
+# Characters that could end a line, reorder text or hide words when a statement is pasted
+# into a prompt or shown on a page: control characters, line and paragraph separators,
+# lone surrogates, and invisible format characters (bidi overrides, zero-width spaces, the
+# "tag" block that can smuggle text a model reads and a person never sees). The zero-width
+# joiner stays: emoji sequences need it and it carries no text.
+_FORBIDDEN_CATEGORIES = {"Cc", "Cs", "Zl", "Zp", "Cf"}
+_ALLOWED_FORMAT = {"\u200d"}
 KEY_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.\-]{0,99}$")
 
 
@@ -30,7 +32,7 @@ class Refusal(Exception):
 def forbidden_character(text: str) -> str | None:
     """The first character a one-line text may not hold, described, or None."""
     for ch in text:
-        if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES or ch in _BIDI_CONTROLS:
+        if unicodedata.category(ch) in _FORBIDDEN_CATEGORIES and ch not in _ALLOWED_FORMAT:
             return f"U+{ord(ch):04X}"
     return None
 

@@ -195,3 +195,9 @@ class ReminderQuerySet(models.QuerySet):
         if is_staff_role(user):
             mine |= Q(audience="support")
         return self.filter(mine, memory__subject__in=MemoryQuerySet._subjects_for(user))
+
+
+class RunQuerySet(models.QuerySet):
+    def of_agent(self, agent: Any) -> RunQuerySet:
+        """A run is the business of the agent that started it, and of nobody else's key."""
+        return self.filter(agent=agent)

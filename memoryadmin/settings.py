@@ -58,6 +58,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "ledger.middleware.RefuseNulInURL",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -164,6 +165,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
 }
+
+# History is read-only in the admin: every change goes through the write functions.
+SIMPLE_HISTORY_REVERT_DISABLED = True
 
 # Celery. The default broker is a folder on disk: no service needed for `make run`.
 CELERY_BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", BASE_DIR / ".celery"))

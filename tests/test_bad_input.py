@@ -132,3 +132,24 @@ def test_json_nested_beyond_the_parser_is_a_400(api: APIClient) -> None:
     response = api.generic("POST", URL, raw, content_type="application/json")
     assert response.status_code == 400
     assert "nested too deeply" in response.json()["detail"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/api/v1/memories?key=a%00b",
+        "/api/v1/memories?subject%00=x",
+        "/api/v1/subjects/a%00b",
+        "/api/v1/subjects/a%00b/recall",
+        "/api/v1/runs/r%00/notes",
+    ],
+)
+def test_nul_in_an_api_url_is_a_400(api: APIClient, url: str) -> None:
+    response = api.get(url)
+    assert response.status_code == 400
+    assert response.json()["code"] == "nul_in_url"
+
+
+@pytest.mark.parametrize("url", ["/?q=a%00b", "/subjects/x%00y/", "/runs/r%00/journal/"])
+def test_nul_in_a_page_url_is_a_400(client, url: str) -> None:
+    assert client.get(url).status_code == 400

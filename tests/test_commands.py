@@ -96,3 +96,15 @@ def test_production_settings_refuse_to_start_without_a_secret_key() -> None:
     )
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_revoked_key_is_refused_at_once() -> None:
+    key = run("create_agent_key", "leaky", "--scopes", "read").strip().splitlines()[-1]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert client.get("/api/v1/memories").status_code == 200
+    run("revoke_agent_key", "leaky", "--reason", "Key pasted in a public chat.")
+    response = client.get("/api/v1/memories")
+    assert response.status_code == 401
+    assert "revoked" in response.json()["detail"]
+    assert Agent.history.first().history_change_reason == "Key pasted in a public chat."

@@ -244,6 +244,14 @@ def test_another_agents_run_is_not_found(api: APIClient, api_agent: Any) -> None
     assert Snapshot.objects.count() == 1
 
 
+def test_another_agents_snapshots_cannot_be_read(api: APIClient, api_agent: Any) -> None:
+    other, _ = api_agent
+    assert post(other, snapshot_body()).status_code == 201
+    assert other.get(URL).status_code == 200
+    assert api.get(URL).status_code == 404
+    assert api.get(f"{URL}/latest").status_code == 404
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [
@@ -320,16 +328,15 @@ def test_writing_needs_the_write_scope_and_reading_the_read_scope(
     assert post(reader, snapshot_body()).status_code == 403
     assert post(writer, snapshot_body()).status_code == 201
     assert writer.get(URL).status_code == 403
-    assert reader.get(URL).status_code == 200
+    # A read key of another agent passes the scope check, and finds no run of its own.
+    assert reader.get(URL).status_code == 404
     assert APIClient().get(URL).status_code in (401, 403)
 
 
-def test_the_list_shows_every_generation_with_status_and_tokens(
-    api: APIClient, reader: APIClient
-) -> None:
+def test_the_list_shows_every_generation_with_status_and_tokens(api: APIClient) -> None:
     post(api, snapshot_body())
     post(api, snapshot_body(document=without_last_open_item(), tokens_after=7_000))
-    response = reader.get(URL)
+    response = api.get(URL)
     assert response.status_code == 200
     rows = response.json()["results"]
     assert [

@@ -6,11 +6,12 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
+from django.http import Http404
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from ledger.actions.agents import hash_key, split_key
-from ledger.models import Agent
+from ledger.models import Agent, Run
 
 
 class AgentPrincipal:
@@ -70,3 +71,11 @@ def agent_of(request: Request) -> Agent:
     agent = request.auth
     assert isinstance(agent, Agent)
     return agent
+
+
+def own_run(request: Request, ref: str) -> Run:
+    """The calling agent's run. Another agent's run is as good as missing: 404."""
+    run = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
+    if run is None:
+        raise Http404
+    return run

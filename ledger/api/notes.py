@@ -14,11 +14,11 @@ from rest_framework.views import APIView
 
 from ledger.actions.journal import run_for_agent
 from ledger.actions.notes import delete_note, write_note
-from ledger.api.auth import agent_of
+from ledger.api.auth import agent_of, own_run
 from ledger.api.fields import StrictCharField, StrictSerializer
 from ledger.api.idempotency import idempotent
 from ledger.api.journal import valid_ref
-from ledger.models import Run, RunNote, Subject
+from ledger.models import RunNote, Subject
 
 NOTE_KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 
@@ -54,12 +54,6 @@ class RunNotesSerializer(serializers.Serializer):
     notes = RunNoteSerializer(many=True)
 
 
-def own_run(request: Request, ref: str) -> Run:
-    """The calling agent's run. Another agent's run is as good as missing: 404."""
-    run = Run.objects.filter(ref=ref, agent=agent_of(request)).first()
-    if run is None:
-        raise Http404
-    return run
 
 
 def bad_path(ref: str, key: str | None = None) -> Response | None:

@@ -199,7 +199,7 @@ class RunSnapshotsView(APIView):
         description="Every snapshot of a run, accepted and rejected, oldest generation first.",
     )
     def get(self, request: Request, ref: str) -> Response:
-        run = Run.objects.filter(ref=ref).first()
+        run = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
         if run is None:
             return _not_found()
         paginator = ByGeneration()
@@ -257,7 +257,7 @@ class LatestSnapshotView(APIView):
         description="The accepted snapshot with the highest generation, with its document.",
     )
     def get(self, request: Request, ref: str) -> Response:
-        run = Run.objects.filter(ref=ref).first()
+        run = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
         if run is None:
             return _not_found()
         snapshot = (
