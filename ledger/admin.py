@@ -5,6 +5,7 @@ Only the write policy is editable here, and even that is saved with who and why.
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
@@ -13,6 +14,7 @@ from simple_history.admin import SimpleHistoryAdmin
 from ledger import models
 from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
+from ledger.policy import KEY_PATTERN
 
 
 class NoHistoryRevert(SimpleHistoryAdmin):
@@ -74,8 +76,49 @@ class WriteDecisionAdmin(ReadOnlyAdmin):
     list_filter = ["outcome", "code"]
 
 
+class PolicyForm(forms.ModelForm):
+    """Bounds that keep every write computable: dates within reach, keys that are keys."""
+
+    LONGEST_DAYS = 36_500
+
+    class Meta:
+        model = models.Policy
+        fields = [
+            "ttl_preference_days",
+            "ttl_account_fact_days",
+            "ttl_episode_days",
+            "inferred_max_days",
+            "inferred_sources_required",
+            "system_of_record_keys",
+            "subject_active_cap",
+            "recall_cap",
+            "review_preference_days",
+            "review_account_fact_days",
+            "review_episode_days",
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        for name, value in list(data.items()):
+            if name.endswith("_days") and value is not None and value > self.LONGEST_DAYS:
+                self.add_error(name, f"At most {self.LONGEST_DAYS} days (a hundred years).")
+        return data
+
+    def clean_system_of_record_keys(self) -> list[str]:
+        keys = self.cleaned_data["system_of_record_keys"]
+        if not isinstance(keys, list) or not all(
+            isinstance(k, str) and KEY_PATTERN.match(k) for k in keys
+        ):
+            raise forms.ValidationError(
+                'A JSON list of slot keys, e.g. ["billing.address", "contact.email"].'
+            )
+        return keys
+
+
 @admin.register(models.Policy)
 class PolicyAdmin(NoHistoryRevert):
+    form = PolicyForm
+
     def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
