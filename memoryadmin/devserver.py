@@ -42,17 +42,20 @@ def main() -> int:
         "password 'demo-password-1'. Ctrl-C stops the web server, worker and beat.\n",
         flush=True,
     )
+    stop_requested: list[int] = []
+    # Ctrl-C reaches every process of the group at once; a child that stops because of it
+    # is a clean shutdown, not a crash.
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda number, frame: stop_requested.append(number))
     try:
-        while all(p.poll() is None for p in processes.values()):
-            time.sleep(0.5)
+        while not stop_requested and all(p.poll() is None for p in processes.values()):
+            time.sleep(0.2)
+        if stop_requested:
+            return 0
         stopped = [name for name, p in processes.items() if p.poll() is not None]
         print(f"{', '.join(stopped)} stopped; shutting down the rest.", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        return 0
     finally:
-        # A second Ctrl-C (terminals send it to the whole group) must not abort the clean stop.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
         for process in processes.values():
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
