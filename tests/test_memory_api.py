@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from ledger.models import Memory, WriteDecision
+from ledger.actions.tracking import save_tracked
+from ledger.actors import Actor
+from ledger.models import Memory, Subject, WriteDecision
 from tests.conftest import SUBJECT, body
 
 pytestmark = pytest.mark.django_db
@@ -99,17 +101,49 @@ def test_correction_supersedes_and_keeps_the_original_text(api: APIClient) -> No
     memory = write(api)
     response = api.post(
         f"{URL}/{memory['id']}/corrections",
-        {"statement": "Prefers telephone after all.", "reason": "Customer called to say so."},
+        {
+            "statement": "Prefers telephone after all.",
+            "reason": "Customer called to say so.",
+            "source": {"kind": "user_message", "ref": "msg_0900", "excerpt": "call me instead"},
+        },
         format="json",
     )
     assert response.status_code == 201
     new = response.json()
     assert new["supersedes"] == memory["id"]
+    assert (new["status"], new["basis"]) == ("active", "stated")
     old = Memory.objects.get(pk=memory["id"])
     assert old.status == "superseded"
     assert old.statement == "Prefers email over telephone for billing questions."
-    assert Memory.objects.get(pk=new["id"]).status == "active"
     assert api.get(f"{URL}/{memory['id']}").json()["superseded_by"] == new["id"]
+
+
+def test_an_agents_correction_without_the_persons_words_is_a_pending_guess(
+    api: APIClient,
+) -> None:
+    memory = write(api)
+    response = api.post(
+        f"{URL}/{memory['id']}/corrections",
+        {"statement": "Probably prefers telephone.", "reason": "Saw two calls."},
+        format="json",
+    )
+    assert response.status_code == 201
+    assert (response.json()["status"], response.json()["basis"]) == ("pending", "inferred")
+
+
+def test_an_agent_cannot_correct_while_memory_is_paused(api: APIClient) -> None:
+    memory = write(api)
+    subject = Subject.objects.get(ref=SUBJECT)
+    subject.memory_paused = True
+    save_tracked(subject, actor=Actor.system("test"), reason="test")
+    response = api.post(
+        f"{URL}/{memory['id']}/corrections",
+        {"statement": "Prefers telephone.", "reason": "x"},
+        format="json",
+    )
+    assert response.status_code == 423
+    assert response.json()["code"] == "memory_paused"
+    assert Memory.objects.count() == 1
 
 
 def test_correction_needs_a_reason(api: APIClient) -> None:

@@ -460,7 +460,6 @@ def test_person_session_is_not_accepted(client, make_person, remember) -> None:
         ({"run": "r" * 101}, "run"),
         ({"goal": "g" * 501}, "goal"),
         ({"goal": "line one\nline two"}, "goal"),
-        ({"goal": "nul\x00byte"}, "goal"),
         ({"goal": "rtl\u202eoverride"}, "goal"),
         ({"query": "refund"}, "query"),
     ],

@@ -256,7 +256,7 @@ def test_keeping_one_side_retracts_the_other_and_closes_the_conflict(dana, confl
     assert conflict.status == Conflict.Status.RESOLVED
     other = memory("Prefers email over telephone for billing questions.")
     assert other.status == Memory.Status.RETRACTED
-    assert other.history.first().history_change_reason == "Resolved by the person."
+    assert other.history.first().history_change_reason == "Conflict resolved by the person."
 
 
 def test_rewriting_a_conflict_corrects_one_and_retracts_the_rest(dana, conflict) -> None:

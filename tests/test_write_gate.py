@@ -52,8 +52,17 @@ def test_source_without_kind_or_ref_is_refused(api: APIClient, missing: str) -> 
 
 @pytest.mark.parametrize(
     "statement",
-    ["", "   ", "x" * 201, "line one\nline two", "nul\x00byte", "bell\x07", "rtl\u202eoverride", "zero\u200bwidth",
-     "hidden \U000e0049\U000e0067\U000e006e\U000e006f\U000e0072\U000e0065 tags"],
+    [
+        "",
+        "   ",
+        "x" * 201,
+        "line one\nline two",
+        "nul\x00byte",
+        "bell\x07",
+        "rtl\u202eoverride",
+        "zero\u200bwidth",
+        "hidden \U000e0049\U000e0067\U000e006e\U000e006f\U000e0072\U000e0065 tags",
+    ],
 )
 def test_bad_statement_is_refused_naming_the_field(api: APIClient, statement: str) -> None:
     response = post(api, body(statement=statement))

@@ -267,6 +267,24 @@ def refresh_conflict(*, subject: Subject, key: str, actor: Actor) -> Conflict | 
     return None
 
 
+def _lock_slot(memory: Memory) -> Memory:
+    """Lock the memory's subject, then the memory, and return the memory as it is now.
+
+    Every write that touches a slot takes the subject row first, as the write gate does, so
+    two writes about one subject queue up instead of deadlocking.
+    """
+    Subject.objects.select_for_update().filter(pk=memory.subject_id).first()
+    return Memory.objects.select_for_update().select_related("subject").get(pk=memory.pk)
+
+
+def _refuse_unless(memory: Memory, allowed: tuple[str, ...], code: str, verb: str) -> None:
+    if memory.status not in allowed:
+        raise policy.Refusal(code, f"A {memory.status} memory cannot be {verb}.", status=409)
+
+
+CORRECTABLE = (*Memory.LIVE, Memory.Status.EXPIRED)
+
+
 def correct_memory(
     *,
     memory: Memory,
@@ -275,38 +293,48 @@ def correct_memory(
     reason: str,
     source: SourceInput | None = None,
 ) -> Memory:
-    """A new memory supersedes the old one, which keeps its text for audit."""
+    """A new memory supersedes the old one, which keeps its text for audit.
+
+    A correction by a person (or by the system on their behalf) is a statement. An agent's
+    correction is a write like any other: refused while memory is paused, stated only when
+    its source is the person's own message, and a guess stays pending until corroborated.
+    """
     now = timezone.now()
     with transaction.atomic():
-        old = Memory.objects.select_for_update().get(pk=memory.pk)
-        if old.status not in Memory.LIVE and old.status != Memory.Status.EXPIRED:
-            raise policy.Refusal(
-                "not_correctable", f"A {old.status} memory cannot be corrected.", status=409
-            )
-        by_person = actor.user is not None
+        old = _lock_slot(memory)
+        _refuse_unless(old, CORRECTABLE, "not_correctable", "corrected")
+        by_agent = actor.agent is not None
         current = Policy.current()
+        source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"correction:{old.pk}")
+        if by_agent:
+            policy.refuse_if_paused(old.subject.memory_paused)
+            said_by_person = source.kind == Source.Kind.USER_MESSAGE
+            basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
+        else:
+            basis = Memory.Basis.STATED
+        pending = by_agent and policy.needs_corroboration(current, basis=basis, distinct_sources=1)
+        keeps_no_expiry = old.expires_at is None and basis == Memory.Basis.STATED
         new = Memory(
             subject=old.subject,
             kind=old.kind,
             key=old.key,
             statement=statement,
             normalized=policy.normalize_statement(statement),
-            # A person's correction is their own statement; an agent's keeps the old basis.
-            basis=Memory.Basis.STATED if by_person else old.basis,
-            stated_by="correction" if by_person else "",
-            status=Memory.Status.ACTIVE,
+            basis=basis,
+            stated_by="" if by_agent else "correction",
+            status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
             written_at=now,
-            confirmed_at=now,
-            expires_at=old.expires_at if old.status != Memory.Status.EXPIRED else None,
+            confirmed_at=None if pending else now,
+            expires_at=None
+            if keeps_no_expiry
+            else policy.expiry_for(
+                current, kind=old.kind, basis=basis, now=now, requested=None, omitted=True
+            ).expires_at,
             review_at=policy.review_date_for(current, kind=old.kind, now=now),
             supersedes=old,
             agent=actor.agent,
             run=old.run,
         )
-        if new.basis == Memory.Basis.INFERRED and new.expires_at is None:
-            new.expires_at = policy.expiry_for(
-                current, kind=new.kind, basis=new.basis, now=now, requested=None, omitted=True
-            ).expires_at
         old.status = Memory.Status.SUPERSEDED
         old.status_changed_at = now
         save_tracked(
@@ -317,7 +345,6 @@ def correct_memory(
             bump_version=True,
         )
         save_tracked(new, actor=actor, reason=f"Correction of an earlier memory: {reason}")
-        source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"correction:{old.pk}")
         _add_source(memory=new, data=source, agent=actor.agent or old.agent, now=now, actor=actor)
         refresh_conflict(subject=new.subject, key=new.key, actor=actor)
         clear_reminders(memory=old, now=now)
@@ -325,11 +352,24 @@ def correct_memory(
     return new
 
 
-def set_status(*, memory: Memory, actor: Actor, status: str, reason: str) -> Memory:
-    """Move one memory to ``status`` (retract, restore, expire …) and keep the slot honest."""
+def set_status(
+    *,
+    memory: Memory,
+    actor: Actor,
+    status: str,
+    reason: str,
+    allowed_from: tuple[str, ...] = CORRECTABLE,
+    refusal: tuple[str, str] = ("not_changeable", "changed"),
+) -> Memory:
+    """Move one memory to ``status`` and keep the slot honest.
+
+    ``allowed_from`` is checked on the locked row, so a concurrent change is never undone;
+    ``refusal`` is the code and past participle used when it does not allow the move.
+    """
     now = timezone.now()
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        locked = _lock_slot(memory)
+        _refuse_unless(locked, allowed_from, *refusal)
         locked.status = status
         locked.status_changed_at = now
         save_tracked(
@@ -344,13 +384,14 @@ def set_status(*, memory: Memory, actor: Actor, status: str, reason: str) -> Mem
 
 
 def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
-    if memory.status not in (*Memory.LIVE, Memory.Status.EXPIRED):
-        raise policy.Refusal(
-            "not_retractable", f"A {memory.status} memory cannot be retracted.", status=409
-        )
     with transaction.atomic():
         retracted = set_status(
-            memory=memory, actor=actor, status=Memory.Status.RETRACTED, reason=reason
+            memory=memory,
+            actor=actor,
+            status=Memory.Status.RETRACTED,
+            reason=reason,
+            allowed_from=CORRECTABLE,
+            refusal=("not_retractable", "retracted"),
         )
         clear_reminders(memory=retracted)
     return retracted
@@ -360,7 +401,7 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
     """A person says a guess is right: it becomes active and stated, by confirmation."""
     now = timezone.now()
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        locked = _lock_slot(memory)
         if locked.status not in Memory.LIVE:
             raise policy.Refusal(
                 "not_confirmable", f"A {locked.status} memory cannot be confirmed.", status=409
@@ -443,7 +484,7 @@ def renew_memory(
     if expires_at is not None and expires_at <= now:
         raise policy.Refusal("expiry_in_past", "The new expiry must lie in the future.", 400)
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        locked = _lock_slot(memory)
         if locked.status not in (*Memory.LIVE, Memory.Status.EXPIRED):
             raise policy.Refusal(
                 "not_renewable", f"A {locked.status} memory cannot be renewed.", status=409
@@ -477,7 +518,7 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
     """
     now = timezone.now()
     with transaction.atomic():
-        locked = Memory.objects.select_for_update().get(pk=memory.pk)
+        locked = _lock_slot(memory)
         rows = list(locked.history.order_by("-history_date", "-history_id")[:2])
         if locked.status != Memory.Status.RETRACTED or len(rows) < 2:
             raise policy.Refusal("not_undoable", "This memory is not deleted.", status=409)
@@ -493,13 +534,14 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
                 "seconds. The memory stays deleted.",
                 status=409,
             )
-        previous = rows[1].status
-    return set_status(
-        memory=locked, actor=actor, status=previous, reason="Deletion undone by the same person."
-    )
-
-
-RESOLVED_BY_PERSON = "Resolved by the person."
+        return set_status(
+            memory=locked,
+            actor=actor,
+            status=rows[1].status,
+            reason="Deletion undone by the same person.",
+            allowed_from=(Memory.Status.RETRACTED,),
+            refusal=("not_undoable", "restored"),
+        )
 
 
 def resolve_conflict(
@@ -516,6 +558,7 @@ def resolve_conflict(
             "choice_required", "Pick the statement to keep, or write the right one.", 400
         )
     with transaction.atomic():
+        Subject.objects.select_for_update().filter(pk=conflict.subject_id).first()
         locked = Conflict.objects.select_for_update().get(pk=conflict.pk)
         if locked.status != Conflict.Status.OPEN:
             raise policy.Refusal("conflict_resolved", "This conflict is already resolved.", 409)
@@ -528,13 +571,13 @@ def resolve_conflict(
             raise policy.Refusal(
                 "not_a_contender", "That statement is not part of this conflict.", 400
             )
+        by_owner = actor.user is not None and locked.subject.owner_id == actor.user.pk
+        resolved = "Conflict resolved by the person." if by_owner else "Conflict resolved by staff."
         for other in contenders:
             if other.pk != keep.pk:
-                retract_memory(memory=other, actor=actor, reason=RESOLVED_BY_PERSON)
+                retract_memory(memory=other, actor=actor, reason=resolved)
         if statement is not None and policy.normalize_statement(statement) != keep.normalized:
-            keep = correct_memory(
-                memory=keep, actor=actor, statement=statement, reason=RESOLVED_BY_PERSON
-            )
+            keep = correct_memory(memory=keep, actor=actor, statement=statement, reason=resolved)
         else:
             # Keeping one as it is: the slot now holds one statement, so the conflict closes.
             refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)

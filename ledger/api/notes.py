@@ -54,8 +54,6 @@ class RunNotesSerializer(serializers.Serializer):
     notes = RunNoteSerializer(many=True)
 
 
-
-
 def bad_path(ref: str, key: str | None = None) -> Response | None:
     errors: dict[str, Any] = {}
     if not valid_ref(ref):
