@@ -11,7 +11,7 @@ from django.urls import reverse
 from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.memories import SourceInput, correct_memory, retract_memory
-from ledger.actions.notes import write_note
+from ledger.actions.notes import delete_note, write_note
 from ledger.actions.recalls import record_recall
 from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.actions.tracking import save_tracked
@@ -36,6 +36,9 @@ SECRETS = {
     "snapshot": "Task: settle the Xylophone refund for Quillfeather",
     "goal": "answer about the Quokka pot",
     "api": "Prefers Okapi-themed invoices.",
+    "deleted_note": "mentioned the Aardvark garden",
+    "api_note": "asked about Bandicoot pricing",
+    "api_effect": "refund Capybara-42 issued",
 }
 
 
@@ -114,6 +117,24 @@ def everything(dana, remember, agent, api) -> Subject:
         HTTP_IDEMPOTENCY_KEY="idem-okapi",
     )
     assert response.status_code == 201, response.json()
+    # Run 77 is now about Dana: its notes and journal, written through the API with retry
+    # keys, leave stored answers, and a note deleted before the erasure leaves its versions.
+    write_note(run=run, agent=agent, key="garden", value=SECRETS["deleted_note"])
+    delete_note(run=run, agent=agent, key="garden")
+    notes_url = "/api/v1/runs/run_77/notes/pricing"
+    put = api.put(
+        notes_url, {"value": SECRETS["api_note"]}, format="json", HTTP_IDEMPOTENCY_KEY="n-1"
+    )
+    assert put.status_code == 201, put.json()
+    intent = {"idempotency_key": "refund-api", "action": "refund", "intent": {"amount": 1}}
+    assert api.post("/api/v1/runs/run_77/journal", intent, format="json").status_code == 201
+    patched = api.patch(
+        "/api/v1/journal/refund-api",
+        {"state": "done", "effect": {"r": SECRETS["api_effect"]}, "verification": {"ok": 1}},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="j-1",
+    )
+    assert patched.status_code == 200, patched.json()
     return subject
 
 
@@ -143,6 +164,9 @@ def secret_words() -> list[str]:
         "narwhal",
         "platypus",
         "okapi",
+        "aardvark",
+        "bandicoot",
+        "capybara",
     ]
 
 

@@ -121,14 +121,16 @@ def erase_subject(*, subject: Subject, actor: Actor, pause: bool = False) -> Era
         _blank_history(Memory, {"subject_id": locked.pk}, statement="", normalized="")
         _blank_history(LedgerEntry, {"subject_id": locked.pk}, fact="")
         _blank_history(Source, {"id__in": [s.pk for s in sources]}, excerpt="", ref=ERASED_REF)
+        # By run, not by the rows alive now: a note deleted earlier still has its versions.
+        runs = list(locked.runs.values_list("pk", flat=True))
         _blank_history(
             JournalEntry,
-            {"id__in": [j.pk for j in journal]},
+            {"run_id__in": runs},
             intent={},
             effect=None,
             verification=None,
         )
-        _blank_history(RunNote, {"id__in": [n.pk for n in notes]}, value="")
+        _blank_history(RunNote, {"run_id__in": runs}, value="")
         Subject.history.filter(id=locked.pk).update(display_name="")
 
         # Recalls and snapshots keep no history of their own: blank the copies they hold.

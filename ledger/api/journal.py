@@ -315,6 +315,7 @@ class JournalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.
                 effect=data.get("effect", UNSET),
                 verification=data.get("verification", UNSET),
             )
-            return Response(JournalEntrySerializer(entry).data), None
+            # The stored answer names the run's subject, so an erasure removes it too.
+            return Response(JournalEntrySerializer(entry).data), entry.run.subject
 
         return idempotent(request, write)

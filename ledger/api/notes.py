@@ -95,7 +95,8 @@ class RunNoteView(APIView):
                 run=run, agent=agent, key=key, value=incoming.validated_data["value"]
             )
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-            return Response(RunNoteSerializer(note).data, status=code), None
+            # The stored answer names the run's subject, so an erasure removes it too.
+            return Response(RunNoteSerializer(note).data, status=code), run.subject
 
         return idempotent(request, write)
 
