@@ -331,3 +331,19 @@ def test_reminders_page_needs_sign_in(client: Client) -> None:
     response = client.get("/reminders/")
     assert response.status_code == 302
     assert response.url.startswith("/accounts/login/")
+
+
+def test_a_former_owner_is_not_mailed_the_memories_of_a_subject_that_changed_hands(
+    remember: Callable[..., Memory],
+    people: dict[str, User],
+    make_person: Callable[..., User],
+    clock: Callable[[datetime], None],
+) -> None:
+    remember("Prefers email over telephone.")
+    clock(DUE)
+    create_due_reminders()
+    make_person("noor", subject=SUBJECT)  # the subject now belongs to someone else
+    send_digests()
+    recipients = {address for message in mail.outbox for address in message.to}
+    assert "dana@example.com" not in recipients
+    assert "sam@example.com" in recipients

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import EmailMessage, mailers
 from django.db import transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q, QuerySet
 from django.db.models.functions import TruncDate
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -105,7 +105,13 @@ def send_digests(*, now: datetime | None = None) -> int:
     """
     now = now or timezone.now()
     support = list(_support_people())
-    deliverable = Q(audience=Reminder.Audience.OWNER, recipient__email__gt="")
+    # An owner's reminder goes to the subject's owner as they are now: someone who no longer
+    # owns it must not be mailed its memories.
+    deliverable = Q(
+        audience=Reminder.Audience.OWNER,
+        recipient__email__gt="",
+        recipient=F("memory__subject__owner"),
+    )
     if support:
         deliverable |= Q(audience=Reminder.Audience.SUPPORT)
     failed: list[str] = []
