@@ -447,3 +447,13 @@ def test_concurrent_posts_of_one_explicit_generation_store_it_once() -> None:
     statuses = post_at_once([snapshot_body(generation=4) for _ in range(4)])
     assert sorted(statuses) == [201, 409, 409, 409]
     assert list(Snapshot.objects.values_list("generation", flat=True)) == [4]
+
+
+def test_a_document_nested_past_any_state_document_is_a_400(api: APIClient) -> None:
+    deep: dict[str, Any] = {}
+    for _ in range(600):
+        deep = {"x": deep}
+    response = post(api, snapshot_body(document=deep))
+    assert response.status_code == 400
+    assert "Nested deeper" in str(response.json()["document"])
+    assert not Snapshot.objects.exists()

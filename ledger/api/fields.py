@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import datetime
 from typing import Any
 
@@ -101,3 +102,33 @@ class StrictSerializer(serializers.Serializer):
                     {name[:50]: ["Unknown field."] for name in unknown[:10]}
                 )
         return super().to_internal_value(data)
+
+
+JSON_MAX_DEPTH = 20
+
+
+def json_problem(value: Any, depth: int = 0, max_depth: int = JSON_MAX_DEPTH) -> str | None:
+    """What makes a JSON value unfit to store, or None.
+
+    PostgreSQL refuses NUL and lone surrogates in JSON text, and a value nested past any
+    sensible depth is refused before anything recurses into it.
+    """
+    if depth > max_depth:
+        return f"Nested deeper than {max_depth} levels."
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = json_problem(key, depth + 1, max_depth) or json_problem(
+                item, depth + 1, max_depth
+            )
+            if problem:
+                return problem
+    elif isinstance(value, list):
+        for item in value:
+            problem = json_problem(item, depth + 1, max_depth)
+            if problem:
+                return problem
+    elif isinstance(value, str) and any(
+        ch == "\x00" or unicodedata.category(ch) == "Cs" for ch in value
+    ):
+        return "Must not contain a NUL character or a lone surrogate."
+    return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from typing import Any
 
 from django.db.models import QuerySet
@@ -31,38 +30,22 @@ from ledger.actions.journal import (
     stale_intent_cutoff,
 )
 from ledger.api.auth import agent_of
-from ledger.api.fields import RefField, StrictCharField, StrictChoiceField, StrictSerializer
+from ledger.api.fields import (
+    RefField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictSerializer,
+    json_problem,
+)
 from ledger.api.idempotency import idempotent
 from ledger.models import JournalEntry, Subject
 
 JSON_MAX_BYTES = 64 * 1024
-JSON_MAX_DEPTH = 20
 ACTION_MAX = 200
 JOURNAL_KEY_MAX = 200
 JOURNAL_KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
 JOURNAL_KEY_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}"
 OUTCOME_STATES = [s for s in JournalEntry.State.values if s != JournalEntry.State.INTENDED]
-
-
-def json_problem(value: Any, depth: int = 0) -> str | None:
-    """What makes ``value`` unfit to store, or None. PostgreSQL refuses NUL in JSON text."""
-    if depth > JSON_MAX_DEPTH:
-        return f"Nested deeper than {JSON_MAX_DEPTH} levels."
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = json_problem(key, depth + 1) or json_problem(item, depth + 1)
-            if problem:
-                return problem
-    elif isinstance(value, list):
-        for item in value:
-            problem = json_problem(item, depth + 1)
-            if problem:
-                return problem
-    elif isinstance(value, str) and any(
-        ch == "\x00" or unicodedata.category(ch) == "Cs" for ch in value
-    ):
-        return "Must not contain a NUL character or a lone surrogate."
-    return None
 
 
 @extend_schema_field(OpenApiTypes.ANY)

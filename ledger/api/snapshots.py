@@ -30,6 +30,7 @@ from ledger.api.fields import (
     StrictCharField,
     StrictIntegerField,
     StrictSerializer,
+    json_problem,
 )
 from ledger.api.idempotency import idempotent
 from ledger.models import Run, Snapshot, Subject
@@ -38,17 +39,8 @@ from ledger.snapshots import BUDGET_PARTS, STATE_DOCUMENT_SCHEMA
 DOCUMENT_MAX_BYTES = 256 * 1024
 TOKENS_MAX = 100_000_000
 NARRATIVE_MAX = 20_000
-
-
-def _unstorable(value: Any) -> bool:
-    """NUL and unpaired surrogates: PostgreSQL's jsonb cannot hold them."""
-    if isinstance(value, str):
-        return "\x00" in value or any("\ud800" <= ch <= "\udfff" for ch in value)
-    if isinstance(value, dict):
-        return any(_unstorable(k) or _unstorable(v) for k, v in value.items())
-    if isinstance(value, list):
-        return any(_unstorable(v) for v in value)
-    return False
+# A state document is a few levels deep; far deeper is not a state document.
+DOCUMENT_MAX_DEPTH = 32
 
 
 @extend_schema_field(
@@ -65,14 +57,14 @@ class StateDocumentField(serializers.Field):
             raise serializers.ValidationError(
                 f"Must be a JSON object (the state document), not {type(data).__name__}."
             )
+        # Checked first: everything after it walks the document.
+        problem = json_problem(data, max_depth=DOCUMENT_MAX_DEPTH)
+        if problem:
+            raise serializers.ValidationError(problem)
         size = len(json.dumps(data, ensure_ascii=False, default=str).encode())
         if size > DOCUMENT_MAX_BYTES:
             raise serializers.ValidationError(
                 f"Is {size} bytes; a state document may be at most {DOCUMENT_MAX_BYTES}."
-            )
-        if _unstorable(data):
-            raise serializers.ValidationError(
-                "Must not contain NUL characters or unpaired surrogates."
             )
         return data
 
