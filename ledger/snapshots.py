@@ -39,6 +39,10 @@ CHECKS = ("schema", "partition", "monotonic", "commitments", "references")
 # Two commitments at least this similar (difflib ratio, case-folded) are shown as a
 # rewording of one another in a diff rather than as one dropped and one added.
 REWORD_SIMILARITY = 0.6
+# Dropped × added commitments compared at most (under a second of work, measured on long
+# commitments); a compaction that drops and adds fifty at once has bigger news than a
+# rewording.
+REWORD_PAIRS_MAX = 2_500
 # How many schema errors are reported one by one before the rest are counted.
 SCHEMA_ERRORS_SHOWN = 20
 # How many names a message spells out; the problem's ``items`` always holds all of them.
@@ -553,11 +557,19 @@ def _artifact_versions(document: Mapping[str, Any]) -> dict[str, str]:
 
 
 def pair_rewordings(dropped: Sequence[str], added: Sequence[str]) -> list[Reword]:
-    """Pair each dropped commitment with the most similar new one, best pairs first."""
+    """Pair each dropped commitment with the most similar new one, best pairs first.
+
+    Comparing is quadratic, and a rejected document can carry any number of commitments:
+    past the schema's own limit the lists are shown as dropped and added, unpaired.
+    """
+    if len(dropped) * len(added) > REWORD_PAIRS_MAX:
+        return []
     candidates = []
     for old in dropped:
         for new in added:
             matcher = difflib.SequenceMatcher(None, old.casefold(), new.casefold())
+            if matcher.real_quick_ratio() < REWORD_SIMILARITY:
+                continue
             if matcher.quick_ratio() < REWORD_SIMILARITY:
                 continue
             ratio = matcher.ratio()

@@ -17,6 +17,7 @@ from ledger.snapshots import (
     check_schema,
     count_document,
     diff_documents,
+    pair_rewordings,
 )
 
 COMMITMENT = "report.md keeps one H2 per company in the order the user gave"
@@ -373,3 +374,10 @@ def test_counts_say_how_much_a_document_carries() -> None:
     counts = count_document(doc())
     assert (counts.task_items, counts.findings, counts.resolved, counts.open) == (4, 2, 2, 2)
     assert (counts.queries, counts.commitments, counts.artifacts) == (2, 1, 2)
+
+
+def test_rewordings_are_not_paired_when_too_many_commitments_change_at_once() -> None:
+    dropped = [f"Never e-mail supplier number {n} about invoices." for n in range(60)]
+    added = [f"Never e-mail supplier no. {n} about invoices." for n in range(60)]
+    assert pair_rewordings(dropped[:3], added[:3])
+    assert pair_rewordings(dropped, added) == []
