@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from ledger.actions.memories import SourceInput, correct_memory
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, Subject
+from ledger.models import Conflict, Memory, Policy, Subject
 from tests.conftest import PASSWORD, SUBJECT, body
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -289,8 +289,25 @@ def test_expired_memory_says_when_and_can_be_renewed(dana, remember) -> None:
         response = dana.post(reverse("memory-renew", args=[trip.pk]), {"until": until}, **HTMX)
     assert "Renewed." in response.content.decode()
     trip.refresh_from_db()
-    assert trip.expires_at.date() == (ends + timedelta(days=31)).date()
+    # Until the end of the day chosen: the page shows that very day.
+    assert trip.expires_at.date() == (ends + timedelta(days=30)).date()
     assert trip.status == Memory.Status.ACTIVE
+
+
+def test_renew_to_the_last_representable_day_is_accepted(dana) -> None:
+    kept = memory("Prefers email over telephone for billing questions.")
+    response = dana.post(reverse("memory-renew", args=[kept.pk]), {"until": "9999-12-31"}, **HTMX)
+    assert response.status_code == 200
+    kept.refresh_from_db()
+    assert kept.expires_at.year == 9999
+
+
+def test_a_renewed_guess_keeps_the_longest_life_of_a_guess(dana, remember) -> None:
+    guess = remember("Probably works in finance.", basis="inferred")
+    dana.post(reverse("memory-renew", args=[guess.pk]), {"until": "2099-01-01"}, **HTMX)
+    guess.refresh_from_db()
+    longest = timezone.now() + timedelta(days=Policy.current().inferred_max_days)
+    assert guess.expires_at <= longest
 
 
 def test_renew_to_a_past_day_is_refused(dana) -> None:

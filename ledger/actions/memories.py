@@ -496,6 +496,15 @@ def renew_memory(
         if locked.status == Memory.Status.EXPIRED:
             locked.status = Memory.Status.ACTIVE
             locked.status_changed_at = now
+        # A guess keeps the policy's longest life for a guess, whoever renews it.
+        expires_at = policy.expiry_for(
+            Policy.current(),
+            kind=locked.kind,
+            basis=locked.basis,
+            now=now,
+            requested=expires_at,
+            omitted=False,
+        ).expires_at
         locked.expires_at = expires_at
         locked.review_at = policy.review_date_for(Policy.current(), kind=locked.kind, now=now)
         save_tracked(

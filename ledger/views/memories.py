@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time, timedelta
+from datetime import UTC, datetime, time
 from typing import Any
 
 from django import forms
@@ -416,9 +416,10 @@ def memory_renew(request: HttpRequest, pk: Any) -> HttpResponse:
     """Give an expired (or expiring) memory a new life until the chosen day."""
     memory = _visible_memory(request, pk)
     try:
+        # To the end of the chosen day, so the page shows the day the person picked.
         until = datetime.combine(
-            forms.DateField().clean(request.POST.get("until", "")), time.min, tzinfo=UTC
-        ) + timedelta(days=1)
+            forms.DateField().clean(request.POST.get("until", "")), time.max, tzinfo=UTC
+        )
     except forms.ValidationError:
         refusal = policy.Refusal("date_required", "Choose the day it should last until.", 400)
         return _refused(request, memory, "card", refusal)
