@@ -237,6 +237,7 @@ def test_schema_and_docs_are_served(db: None) -> None:
     schema = client.get("/api/schema/")
     assert schema.status_code == 200
     assert b"/api/v1/memories" in schema.content
+    assert b"agentKey" in schema.content and b"bearer" in schema.content
     docs = client.get("/api/docs/")
     assert docs.status_code == 200
     assert b"swagger" in docs.content.lower()

@@ -216,6 +216,9 @@ def test_yes_to_a_guess_makes_it_active_and_stated_by_confirmation(dana, remembe
     guess.refresh_from_db()
     assert (guess.status, guess.basis, guess.stated_by) == ("active", "stated", "confirmation")
     assert "You confirmed this" in dana.get(page_url()).content.decode()
+    # No longer a guess: it lives as long as a stated account fact, not a guess's capped life.
+    policy = Policy.current()
+    assert guess.expires_at > timezone.now() + timedelta(days=policy.inferred_max_days)
 
 
 def test_no_to_a_guess_retracts_it(dana, remember) -> None:

@@ -410,6 +410,15 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
         if locked.basis == Memory.Basis.INFERRED:
             locked.basis = Memory.Basis.STATED
             locked.stated_by = "confirmation"
+            # Confirmed, it is no longer a guess: it lives as long as what the person says.
+            locked.expires_at = policy.expiry_for(
+                current,
+                kind=locked.kind,
+                basis=locked.basis,
+                now=now,
+                requested=None,
+                omitted=True,
+            ).expires_at
         locked.status = Memory.Status.ACTIVE
         locked.confirmed_at = now
         locked.status_changed_at = now
@@ -421,6 +430,7 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
             update_fields=[
                 "basis",
                 "stated_by",
+                "expires_at",
                 "status",
                 "confirmed_at",
                 "status_changed_at",

@@ -7,6 +7,7 @@ import hmac
 from typing import Any
 
 from django.http import Http404
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
@@ -79,3 +80,17 @@ def own_run(request: Request, ref: str) -> Run:
     if run is None:
         raise Http404
     return run
+
+
+class AgentKeyScheme(OpenApiAuthenticationExtension):
+    """Tells the OpenAPI schema (and so the docs' Authorize button) how agents sign in."""
+
+    target_class = AgentKeyAuthentication
+    name = "agentKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An agent's API key: `Authorization: Bearer ma_…`.",
+        }

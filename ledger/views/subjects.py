@@ -8,6 +8,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
+from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
@@ -85,10 +86,17 @@ def subject_erase(request: HttpRequest, ref: str) -> HttpResponse:
         actor=Actor.for_user(request.user),  # type: ignore[arg-type]
         pause=request.POST.get("pause") == "on",
     )
+    counts = [
+        f"{n} {word}{pluralize(n, plural)}"
+        for n, word, plural in [
+            (erasure.memories, "memor", "y,ies"),
+            (erasure.ledger_entries, "ledger entr", "y,ies"),
+            (erasure.sources, "source", "s"),
+        ]
+    ]
     messages.success(
         request,
-        f"Erased: {erasure.memories} memories, {erasure.ledger_entries} ledger entries and "
-        f"{erasure.sources} sources no longer hold any content. The assistant recalls nothing "
-        "of it.",
+        f"Erased: {counts[0]}, {counts[1]} and {counts[2]} no longer hold any content. "
+        "The assistant recalls nothing of it.",
     )
     return HttpResponseRedirect(subject_url(subject))
