@@ -21,6 +21,7 @@ def create_person(
     actor: Actor,
     subject_ref: str = "",
     subject_name: str = "",
+    email: str = "",
 ) -> User:
     """Create (or update) a person with one role; an end user may own a subject."""
     if role not in ROLES:
@@ -28,6 +29,7 @@ def create_person(
     with transaction.atomic():
         user, _ = User.objects.get_or_create(username=username)
         user.set_password(password)
+        user.email = email or user.email
         user.is_staff = role == ADMIN_GROUP
         user.save()
         # get_or_create: the role's group is made by a migration, but may have been flushed.

@@ -15,6 +15,7 @@ class Command(BaseCommand):
         parser.add_argument("--role", choices=ROLES, required=True)
         parser.add_argument("--subject", default="", help="ref of a subject this user owns")
         parser.add_argument("--subject-name", default="", help="how the subject is called")
+        parser.add_argument("--email", default="", help="where review reminders are sent")
 
     def handle(self, *args: Any, username: str, role: str, subject: str, **options: Any) -> None:
         password = os.environ.get("PERSON_PASSWORD", "")
@@ -28,6 +29,7 @@ class Command(BaseCommand):
             role=role,
             subject_ref=subject,
             subject_name=options["subject_name"],
+            email=options["email"],
             actor=Actor.system("cli"),
         )
         owned = f", owning subject {subject}" if subject else ""

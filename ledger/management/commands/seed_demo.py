@@ -70,6 +70,7 @@ class Command(BaseCommand):
                 role=role,
                 subject_ref=subject_ref,
                 subject_name=subject_name,
+                email=f"{username}@example.com",
                 actor=system,
             )
 
@@ -167,6 +168,18 @@ class Command(BaseCommand):
             ),
             written_at=now - timedelta(days=120),
             expires_at=now - timedelta(days=30),
+            actor=system,
+        )
+        # Written long ago and still in force: due for review, so reminders have work at once.
+        import_memory(
+            subject=subject,
+            kind="account_fact",
+            key="invoice.currency",
+            statement="Pays invoices in EUR, not GBP.",
+            basis="stated",
+            source=SourceInput(kind="import", ref="crm_export_2026_04"),
+            written_at=now - timedelta(days=200),
+            expires_at=now + timedelta(days=160),
             actor=system,
         )
         self._load_run_state(agent, subject)
