@@ -28,11 +28,3 @@ class Actor:
     @classmethod
     def system(cls, name: str) -> Actor:
         return cls(label=f"system:{name}")
-
-    @property
-    def kind(self) -> str:
-        return self.label.split(":", 1)[0]
-
-    @property
-    def name(self) -> str:
-        return self.label.split(":", 1)[1]

@@ -14,9 +14,11 @@ from __future__ import annotations
 import logging
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from ledger.actions.memories import refresh_conflict
@@ -75,23 +77,35 @@ def expire_due(
 
 def _expire_memory_batch(*, now: datetime, size: int) -> int:
     with transaction.atomic():
-        batch = list(
-            Memory.objects.due_to_expire(now)
-            .select_for_update(skip_locked=True, no_key=True)
-            .order_by("expires_at", "pk")[:size]
-        )
-        for memory in batch:
-            memory.status = Memory.Status.EXPIRED
-            memory.status_changed_at = now
-            save_tracked(
-                memory,
-                actor=EXPIRY,
-                reason=f"Expired: its expiry, {_when(memory.expires_at)}, has passed.",
-                update_fields=["status", "status_changed_at"],
-                bump_version=True,
-            )
+        batch = _expire_batch(Memory.objects.due_to_expire(now), now=now, size=size)
         _settle_slots({(m.subject_id, m.key) for m in batch if m.key})
     return len(batch)
+
+
+def _expire_ledger_batch(*, now: datetime, size: int) -> int:
+    with transaction.atomic():
+        return len(_expire_batch(LedgerEntry.objects.due_to_expire(now), now=now, size=size))
+
+
+def _expire_batch(due: QuerySet[Any], *, now: datetime, size: int) -> list[Any]:
+    """Lock up to ``size`` due rows nobody else holds and mark each expired, with history."""
+    batch = list(
+        due.select_for_update(skip_locked=True, no_key=True).order_by("expires_at", "pk")[:size]
+    )
+    for row in batch:
+        row.status = "expired"
+        fields = ["status"]
+        if hasattr(row, "status_changed_at"):
+            row.status_changed_at = now
+            fields.append("status_changed_at")
+        save_tracked(
+            row,
+            actor=EXPIRY,
+            reason=f"Expired: its expiry, {_when(row.expires_at)}, has passed.",
+            update_fields=fields,
+            bump_version=True,
+        )
+    return batch
 
 
 def _settle_slots(slots: set[tuple[int, str]]) -> None:
@@ -111,25 +125,6 @@ def _settle_slots(slots: set[tuple[int, str]]) -> None:
         )
         if conflict is not None:
             refresh_conflict(subject=conflict.subject, key=key, actor=EXPIRY)
-
-
-def _expire_ledger_batch(*, now: datetime, size: int) -> int:
-    with transaction.atomic():
-        batch = list(
-            LedgerEntry.objects.due_to_expire(now)
-            .select_for_update(skip_locked=True, no_key=True)
-            .order_by("expires_at", "pk")[:size]
-        )
-        for entry in batch:
-            entry.status = LedgerEntry.Status.EXPIRED
-            save_tracked(
-                entry,
-                actor=EXPIRY,
-                reason=f"Expired: its expiry, {_when(entry.expires_at)}, has passed.",
-                update_fields=["status"],
-                bump_version=True,
-            )
-    return len(batch)
 
 
 def _when(moment: datetime | None) -> str:

@@ -40,9 +40,6 @@ class SourceInputSerializer(StrictSerializer):
         trim_whitespace=False,
     )
 
-    def to_source(self) -> SourceInput:
-        return source_input(self.validated_data)
-
 
 def source_input(data: dict[str, Any]) -> SourceInput:
     return SourceInput(

@@ -13,12 +13,12 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
 
-from ledger.models import Run, Snapshot
-from ledger.querysets import is_staff_role
+from ledger.models import Snapshot
 from ledger.snapshots import BUDGET_PARTS, DocumentCounts, count_document, diff_documents
+from ledger.views.runs import staff_run
 
 # Okabe–Ito colours: told apart with the common kinds of colour blindness.
 PART_COLOURS = {
@@ -156,15 +156,9 @@ class Generation:
         return json.dumps(self.snapshot.document, indent=2, ensure_ascii=False)
 
 
-def _staff_run(request: HttpRequest, ref: str) -> Run:
-    if not is_staff_role(request.user):
-        raise Http404("No such run.")
-    return get_object_or_404(Run.objects.select_related("agent", "subject"), ref=ref)
-
-
 @login_required
 def timeline(request: HttpRequest, ref: str) -> HttpResponse:
-    run = _staff_run(request, ref)
+    run = staff_run(request, ref)
     snapshots = list(run.snapshots.select_related("agent").order_by("generation"))
     generations = [
         Generation(
@@ -207,7 +201,7 @@ class DiffForm(forms.Form):
 
 @login_required
 def diff(request: HttpRequest, ref: str) -> HttpResponse:
-    run = _staff_run(request, ref)
+    run = staff_run(request, ref)
     snapshots = {s.generation: s for s in run.snapshots.order_by("generation")}
     ordered = list(snapshots.values())
     data = request.GET if ("a" in request.GET or "b" in request.GET) else None
