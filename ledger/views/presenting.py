@@ -67,7 +67,7 @@ def origin(source: Source | None, *, own: bool, now: datetime | None = None) -> 
         case Source.Kind.TOOL_RESULT:
             return f"from a tool the assistant used on {when}"
         case Source.Kind.OPERATOR:
-            return f"by a person, by hand, on {when}"
+            return f"by hand on {when}"
         case _:
             return f"from an earlier memory store, imported on {when}"
 
