@@ -6,6 +6,7 @@ import pytest
 from django.test import Client
 
 from ledger.actions.memories import SourceInput
+from ledger.models import Memory
 from tests.conftest import PASSWORD, SUBJECT
 
 pytestmark = pytest.mark.django_db
@@ -43,3 +44,25 @@ def test_the_pages_of_a_run_link_to_each_other(subject_with_a_run) -> None:
         html = sam.get(f"/runs/run_9/{page}/").content.decode()
         assert f'href="/runs/run_9/{page}/" aria-current="page"' in html
         assert f'href="/subjects/{SUBJECT}/"' in html
+
+
+def test_support_traces_a_memory_to_its_source_and_the_runs_that_read_it(
+    subject_with_a_run, api
+) -> None:
+    recalled = api.get(
+        f"/api/v1/subjects/{SUBJECT}/recall", {"goal": "email", "run": "run_read_1", "turn": 3}
+    )
+    assert recalled.status_code == 200
+    memory = Memory.objects.get(statement="Prefers email.")
+    html = signed_in("sam").get(f"/memories/{memory.pk}/history/").content.decode()
+    assert "Where it came from" in html
+    assert "<code>m1</code> in run" in html
+    assert "Read by agents" in html
+    assert 'href="/runs/run_read_1/journal/">run_read_1</a>, 3' in html
+
+
+def test_the_person_sees_the_history_without_the_trace(subject_with_a_run) -> None:
+    memory = Memory.objects.get(statement="Prefers email.")
+    html = signed_in("dana").get(f"/memories/{memory.pk}/history/").content.decode()
+    assert "History of a memory" in html
+    assert "Read by agents" not in html

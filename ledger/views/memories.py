@@ -35,11 +35,14 @@ from ledger.actions.memories import (
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Subject
 from ledger.querysets import is_staff_role
+from ledger.recall import recalls_that_served
 from ledger.views.presenting import KIND_TITLES, Card, card_for, steps, undo_seconds, who
 
 TEMPLATE = "ledger/subject.html"
 # Support sees the latest runs about a person; older ones are reached through the ledger.
 RUNS_SHOWN = 20
+# The latest reads of one version on its history page; the API lists them all.
+READS_SHOWN = 50
 STATUS_FILTERS = {
     "": "Current",
     "active": "In use",
@@ -449,8 +452,18 @@ def memory_history(request: HttpRequest, pk: Any) -> HttpResponse:
     chain = [first]
     while (following := Memory.objects.filter(supersedes=chain[-1]).first()) is not None:
         chain.append(following)
+    staff = is_staff_role(request.user)
     versions = [
-        {"memory": m, "steps": steps(m, viewer=request.user), "current": m.pk == memory.pk}
+        {
+            "memory": m,
+            "steps": steps(m, viewer=request.user),
+            "current": m.pk == memory.pk,
+            # Support traces a complaint: where each version came from and which runs read it.
+            "sources": m.sources.select_related("run") if staff else (),
+            "reads": recalls_that_served(m).select_related("agent", "run")[:READS_SHOWN]
+            if staff
+            else (),
+        }
         for m in reversed(chain)
     ]
     return render(
