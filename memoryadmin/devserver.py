@@ -35,6 +35,12 @@ def main() -> int:
         "beat": [python, "-m", "celery", "-A", "memoryadmin", "beat", "--loglevel=INFO"],
     }
     processes = {name: subprocess.Popen(cmd) for name, cmd in commands.items()}
+    # Beat first runs each task one period after it starts (an hour for reminders): queue
+    # one run of each now, so the demo's due memory is reminded while you watch.
+    from memoryadmin.celery import app
+
+    for task in settings.CELERY_BEAT_SCHEDULE.values():
+        app.send_task(str(task["task"]))
     print(
         f"\nmemoryadmin is running at http://{host}:{port}/  "
         f"(API docs: http://{host}:{port}/api/docs/)\n"
