@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import time_machine
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from ledger.models import LedgerEntry, Memory, Source
@@ -483,3 +484,30 @@ def test_an_entry_cannot_be_filed_under_another_agents_run(api: APIClient, subje
     response = post(api, entry(run="run_theirs"))
     assert response.status_code == 409 and response.json()["code"] == "run_of_another_agent"
     assert not LedgerEntry.objects.exists()
+
+
+def test_an_established_fact_changes_only_by_supersede_with_its_new_source(
+    api: APIClient, subject: None
+) -> None:
+    fact = record(api)
+    response = api.patch(
+        f"/api/v1/ledger/{fact['id']}",
+        {"fact": "Invoice 1042 was never paid.", "reason": "x"},
+        format="json",
+    )
+    assert response.status_code == 409
+    assert response.json()["code"] == "use_supersede"
+    assert LedgerEntry.objects.get().fact == "Invoice 1042 was paid in full on 2026-11-02."
+
+
+def test_an_entry_past_its_date_cannot_be_revived_by_an_edit(api: APIClient, subject: None) -> None:
+    soon = (timezone.now() + timedelta(hours=1)).isoformat()
+    note = record(api, kind="interpretation", expires_at=soon)
+    with time_machine.travel(timezone.now() + timedelta(hours=2)):
+        response = api.patch(
+            f"/api/v1/ledger/{note['id']}",
+            {"expires_at": (timezone.now() + timedelta(days=30)).isoformat(), "reason": "x"},
+            format="json",
+        )
+    assert response.status_code == 409
+    assert response.json()["code"] == "ledger_entry_expired"

@@ -227,6 +227,15 @@ def edit_ledger_entry(
         locked = _locked(entry)
         refuse_if_immutable(locked, "edited")
         refuse_if_not_current(locked, "edited")
+        # Past its date it is no longer in force: extending it in place would revive it.
+        refuse_if_stale(locked, timezone.now(), "edited")
+        if fact is not None and locked.kind == LedgerEntry.Kind.ESTABLISHED:
+            # Its source verified the old text, not a new one: a new fact needs its own source.
+            raise Refusal(
+                "use_supersede",
+                "An established fact is changed by superseding it with its new source.",
+                status=409,
+            )
         changed = []
         if fact is not None:
             locked.fact = fact
