@@ -8,6 +8,7 @@ transaction. Reads live on the QuerySet classes in ``ledger.querysets``.
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
@@ -585,6 +586,14 @@ class JournalEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} ({self.state})"
+
+    def is_stale_intent(self, cutoff: datetime) -> bool:
+        """Journaled before ``cutoff`` and never reported back: it may have happened."""
+        return self.state == self.State.INTENDED and self.created_at <= cutoff
+
+    def needs_resolution(self, cutoff: datetime) -> bool:
+        """The row-level twin of ``JournalEntryQuerySet.unresolved``."""
+        return self.state == self.State.UNKNOWN or self.is_stale_intent(cutoff)
 
 
 class RunNote(models.Model):

@@ -144,10 +144,7 @@ class JournalEntrySerializer(serializers.ModelSerializer):
         return list(allowed_moves(entry.state))
 
     def get_needs_resolution(self, entry: JournalEntry) -> bool:
-        if entry.state == JournalEntry.State.UNKNOWN:
-            return True
-        cutoff = self.context.get("cutoff") or stale_intent_cutoff()
-        return entry.state == JournalEntry.State.INTENDED and entry.created_at <= cutoff
+        return entry.needs_resolution(self.context.get("cutoff") or stale_intent_cutoff())
 
 
 RESUME_ADVICE = {

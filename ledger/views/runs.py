@@ -57,7 +57,7 @@ def run_journal(request: HttpRequest, ref: str) -> HttpResponse:
             intent=pretty(e.intent),
             effect=pretty(e.effect),
             verification=pretty(e.verification),
-            stale_intent=e.state == JournalEntry.State.INTENDED and e.created_at <= cutoff,
+            stale_intent=e.is_stale_intent(cutoff),
             moves=allowed_moves(e.state),
         )
         for e in entries
