@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from typing import Any
 
 import pytest
+import time_machine
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
@@ -173,3 +175,20 @@ def sign_in(page: Any, username: str, password: str = PASSWORD) -> None:
 
 
 ARTIFACTS = __import__("pathlib").Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture
+def clock() -> Iterator[Callable[[datetime], None]]:
+    """Move the clock to a moment and keep it there until the next move."""
+    travellers: list[Any] = []
+
+    def move(moment: datetime) -> None:
+        if travellers:
+            travellers.pop().stop()
+        traveller = time_machine.travel(moment, tick=False)
+        traveller.start()
+        travellers.append(traveller)
+
+    yield move
+    for traveller in travellers:
+        traveller.stop()

@@ -5,12 +5,11 @@ Time is travelled with time_machine; the real-worker behaviour is in ``test_work
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-import time_machine
 from django.conf import settings
 
 from ledger.actions.expiry import expire_due as expire_now
@@ -25,23 +24,6 @@ from tests.conftest import SUBJECT
 pytestmark = pytest.mark.django_db
 
 WRITTEN = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def at() -> Iterator[Callable[[datetime], Any]]:
-    """Move the clock to a moment and keep it there until the next move."""
-    travellers: list[Any] = []
-
-    def move(moment: datetime) -> None:
-        if travellers:
-            travellers.pop().stop()
-        traveller = time_machine.travel(moment, tick=False)
-        traveller.start()
-        travellers.append(traveller)
-
-    yield move
-    for traveller in travellers:
-        traveller.stop()
 
 
 @pytest.fixture
@@ -70,11 +52,11 @@ def by_expiry(memory: Memory) -> int:
 
 
 def test_memory_past_its_expiry_becomes_expired_and_history_says_expiry_did_it(
-    remember: Callable[..., Memory], at: Callable[[datetime], None]
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     memory = expiring(remember, "Prefers calls in the morning.", days=3)
-    at(WRITTEN + timedelta(days=3, minutes=1))
+    clock(WRITTEN + timedelta(days=3, minutes=1))
     result = expire_due()
     memory.refresh_from_db()
     assert result == {"memories": 1, "ledger_entries": 0, "finished": True}
@@ -87,11 +69,11 @@ def test_memory_past_its_expiry_becomes_expired_and_history_says_expiry_did_it(
 
 
 def test_memory_not_yet_at_its_expiry_is_left_alone(
-    remember: Callable[..., Memory], at: Callable[[datetime], None]
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     memory = expiring(remember, "Prefers calls in the morning.", days=3)
-    at(WRITTEN + timedelta(days=2, hours=23))
+    clock(WRITTEN + timedelta(days=2, hours=23))
     expire_due()
     memory.refresh_from_db()
     assert memory.status == "active"
@@ -99,27 +81,27 @@ def test_memory_not_yet_at_its_expiry_is_left_alone(
 
 
 def test_unconfirmed_guess_expires_too(
-    remember: Callable[..., Memory], at: Callable[[datetime], None]
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     guess = expiring(remember, "Probably closes on Mondays.", days=5, basis="inferred")
     assert guess.status == "pending"
-    at(WRITTEN + timedelta(days=6))
+    clock(WRITTEN + timedelta(days=6))
     expire_due()
     guess.refresh_from_db()
     assert guess.status == "expired"
 
 
 def test_running_again_changes_nothing_and_writes_no_second_history_row(
-    remember: Callable[..., Memory], at: Callable[[datetime], None]
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     memory = expiring(remember, "Prefers calls in the morning.", days=1)
-    at(WRITTEN + timedelta(days=2))
+    clock(WRITTEN + timedelta(days=2))
     expire_due()
     version = Memory.objects.get(pk=memory.pk).version
     assert expire_due() == {"memories": 0, "ledger_entries": 0, "finished": True}
-    at(WRITTEN + timedelta(days=30))
+    clock(WRITTEN + timedelta(days=30))
     expire_due()
     memory.refresh_from_db()
     assert memory.version == version
@@ -128,14 +110,14 @@ def test_running_again_changes_nothing_and_writes_no_second_history_row(
 
 def test_more_due_rows_than_one_batch_all_expire_in_one_run(
     remember: Callable[..., Memory],
-    at: Callable[[datetime], None],
+    clock: Callable[[datetime], None],
     batch: Callable[..., None],
 ) -> None:
     batch(3)
-    at(WRITTEN)
+    clock(WRITTEN)
     memories = [expiring(remember, f"Fact number {n}.", days=1) for n in range(8)]
     keeper = expiring(remember, "Still true next month.", days=40)
-    at(WRITTEN + timedelta(days=2))
+    clock(WRITTEN + timedelta(days=2))
     assert expire_due()["memories"] == 8
     assert {m.status for m in Memory.objects.filter(pk__in=[m.pk for m in memories])} == {"expired"}
     assert all(by_expiry(m) == 1 for m in memories)
@@ -145,14 +127,14 @@ def test_more_due_rows_than_one_batch_all_expire_in_one_run(
 
 def test_run_that_reaches_its_batch_limit_queues_the_rest_on_commit(
     remember: Callable[..., Memory],
-    at: Callable[[datetime], None],
+    clock: Callable[[datetime], None],
     batch: Callable[..., None],
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     batch(2, max_batches=2)
-    at(WRITTEN)
+    clock(WRITTEN)
     memories = [expiring(remember, f"Fact number {n}.", days=1) for n in range(7)]
-    at(WRITTEN + timedelta(days=2))
+    clock(WRITTEN + timedelta(days=2))
     app.conf.task_always_eager = True
     try:
         with django_capture_on_commit_callbacks(execute=True) as queued:
@@ -168,13 +150,13 @@ def test_run_that_reaches_its_batch_limit_queues_the_rest_on_commit(
 
 def test_expired_memory_stays_visible_to_its_owner_and_can_be_renewed(
     remember: Callable[..., Memory],
-    at: Callable[[datetime], None],
+    clock: Callable[[datetime], None],
     make_person: Callable[..., Any],
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     dana = make_person("dana", subject=SUBJECT)
     memory = expiring(remember, "Prefers calls in the morning.", days=1)
-    at(WRITTEN + timedelta(days=2))
+    clock(WRITTEN + timedelta(days=2))
     expire_due()
     assert Memory.objects.visible_to(dana).get(pk=memory.pk).status == "expired"
     renewed = renew_memory(
@@ -185,20 +167,20 @@ def test_expired_memory_stays_visible_to_its_owner_and_can_be_renewed(
     )
     assert renewed.status == "active"
     assert renewed.history.first().history_actor == "user:dana"
-    at(WRITTEN + timedelta(days=100))
+    clock(WRITTEN + timedelta(days=100))
     expire_due()
     renewed.refresh_from_db()
     assert renewed.status == "active"
 
 
 def test_when_one_side_of_a_conflict_expires_the_conflict_closes(
-    remember: Callable[..., Memory], at: Callable[[datetime], None]
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     expiring(remember, "Deliveries before noon.", days=1, key="delivery.window")
     later = expiring(remember, "Deliveries after 3 pm.", days=90, key="delivery.window")
     conflict = Conflict.objects.open().get()
-    at(WRITTEN + timedelta(days=2))
+    clock(WRITTEN + timedelta(days=2))
     expire_due()
     conflict.refresh_from_db()
     assert conflict.status == "resolved"
@@ -208,9 +190,9 @@ def test_when_one_side_of_a_conflict_expires_the_conflict_closes(
 
 
 def test_ledger_entry_past_its_expiry_becomes_expired_once(
-    remember: Callable[..., Memory], agent: Any, at: Callable[[datetime], None]
+    remember: Callable[..., Memory], agent: Any, clock: Callable[[datetime], None]
 ) -> None:
-    at(WRITTEN)
+    clock(WRITTEN)
     remember("Prefers calls in the morning.")
     subject = Subject.objects.get(ref=SUBJECT)
     entry = record_ledger_entry(
@@ -229,7 +211,7 @@ def test_ledger_entry_past_its_expiry_becomes_expired_once(
         kind="established",
         source=SourceInput(kind="tool_result", ref="crm_1"),
     )
-    at(WRITTEN + timedelta(days=8))
+    clock(WRITTEN + timedelta(days=8))
     assert expire_due()["ledger_entries"] == 1
     assert expire_now().ledger_entries == 0
     entry.refresh_from_db()

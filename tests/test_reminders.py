@@ -5,12 +5,11 @@ Time is travelled with time_machine; e-mail goes to Django's in-memory outbox.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
-import time_machine
 from django.contrib.auth.models import User
 from django.core import mail
 from django.test import Client
@@ -37,20 +36,10 @@ OTHER = "acct_9d3e1a77c05b42e8"
 
 
 @pytest.fixture
-def clock() -> Iterator[Callable[[datetime], None]]:
-    travellers: list[Any] = []
-
-    def move(moment: datetime) -> None:
-        if travellers:
-            travellers.pop().stop()
-        traveller = time_machine.travel(moment, tick=False)
-        traveller.start()
-        travellers.append(traveller)
-
-    move(WRITTEN)
-    yield move
-    for traveller in travellers:
-        traveller.stop()
+def clock(clock: Callable[[datetime], None]) -> Callable[[datetime], None]:
+    """The shared clock, starting when the memories are written."""
+    clock(WRITTEN)
+    return clock
 
 
 @pytest.fixture
