@@ -249,3 +249,9 @@ def test_refused_write_records_the_decision_without_a_memory(api: APIClient) -> 
     decision = WriteDecision.objects.get()
     assert decision.memory is None
     assert "system of record" in decision.reason
+
+
+def test_a_cursor_the_api_never_gave_out_is_a_400(api: APIClient) -> None:
+    response = api.get(f"{URL}?cursor=not-a-cursor")
+    assert response.status_code == 400
+    assert "cursor" in response.json()

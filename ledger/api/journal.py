@@ -16,7 +16,6 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -38,6 +37,7 @@ from ledger.api.fields import (
     json_problem,
 )
 from ledger.api.idempotency import idempotent
+from ledger.api.pagination import Cursor
 from ledger.models import JournalEntry, Subject
 
 JSON_MAX_BYTES = 64 * 1024
@@ -219,7 +219,7 @@ def valid_ref(ref: str) -> bool:
     return True
 
 
-class OldestFirst(CursorPagination):
+class OldestFirst(Cursor):
     ordering = ("created_at", "id")
     page_size = 100
     page_size_query_param = "page_size"

@@ -8,7 +8,6 @@ from django.db.models import QuerySet
 from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -16,6 +15,7 @@ from ledger.actions.memories import correct_memory, retract_memory, write_memory
 from ledger.actors import Actor
 from ledger.api.auth import agent_of
 from ledger.api.idempotency import idempotent
+from ledger.api.pagination import Cursor
 from ledger.api.serializers import (
     ConflictSerializer,
     CorrectionSerializer,
@@ -29,14 +29,14 @@ from ledger.api.serializers import (
 from ledger.models import Memory, Subject
 
 
-class NewestFirst(CursorPagination):
+class NewestFirst(Cursor):
     ordering = ("-written_at", "-id")
     page_size = 50
     page_size_query_param = "page_size"
     max_page_size = 200
 
 
-class HistoryPage(CursorPagination):
+class HistoryPage(Cursor):
     ordering = ("-history_date", "-history_id")
     page_size = 100
 

@@ -15,7 +15,6 @@ from drf_spectacular.utils import (
     extend_schema_view,
 )
 from rest_framework import generics, serializers, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +23,7 @@ from rest_framework.views import APIView
 from ledger.actions.recalls import record_recall
 from ledger.api.auth import agent_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
+from ledger.api.pagination import Cursor
 from ledger.models import Memory, Policy, Recall, Subject
 from ledger.recall import DEFAULT_K, GOAL_MAX, recall, recalls_that_served
 
@@ -226,7 +226,7 @@ class RecallRecordSerializer(serializers.ModelSerializer):
         ]
 
 
-class NewestRecallFirst(CursorPagination):
+class NewestRecallFirst(Cursor):
     ordering = ("-recalled_at", "-id")
     page_size = 50
     page_size_query_param = "page_size"

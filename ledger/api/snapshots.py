@@ -16,7 +16,6 @@ from typing import Any
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import permissions, serializers, status
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -33,6 +32,7 @@ from ledger.api.fields import (
     json_problem,
 )
 from ledger.api.idempotency import idempotent
+from ledger.api.pagination import Cursor
 from ledger.models import Run, Snapshot, Subject
 from ledger.snapshots import BUDGET_PARTS, STATE_DOCUMENT_SCHEMA
 
@@ -164,7 +164,7 @@ class SnapshotSerializer(SnapshotSummarySerializer):
         fields = [*SnapshotSummarySerializer.Meta.fields, "document", "pinned", "narrative"]
 
 
-class ByGeneration(CursorPagination):
+class ByGeneration(Cursor):
     ordering = ("generation",)
     page_size = 100
     page_size_query_param = "page_size"
