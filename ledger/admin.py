@@ -12,7 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
 
 from ledger import models
-from ledger.actions.tracking import save_tracked
+from ledger.actions.policy import change_policy
 from ledger.actors import Actor
 from ledger.policy import KEY_PATTERN
 
@@ -127,8 +127,8 @@ class PolicyAdmin(NoHistoryRevert):
 
     def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
         changed = ", ".join(form.changed_data) or "nothing"
-        save_tracked(
-            obj,
+        change_policy(
             actor=Actor.for_user(request.user),
             reason=f"Policy changed in the admin: {changed}.",
+            **{name: form.cleaned_data[name] for name in form.changed_data},
         )

@@ -9,7 +9,7 @@ class LedgerConfig(AppConfig):
         from django.db.models.signals import post_migrate
 
         from ledger import signals  # noqa: F401  (connects the history receiver)
-        from ledger.roles import ensure_roles
+        from ledger.access import ensure_roles
 
         # After auth's own post_migrate handler has made the permissions.
         post_migrate.connect(ensure_roles, sender=self)

@@ -11,10 +11,11 @@ import uuid
 from datetime import datetime
 
 from django.conf import settings
-from django.db import IntegrityError, models, transaction
+from django.db import models
 from django.db.models import Q
 from simple_history.models import HistoricalRecords
 
+from ledger import choices
 from ledger.querysets import (
     ConflictQuerySet,
     JournalEntryQuerySet,
@@ -76,9 +77,7 @@ class Subject(models.Model):
 class Agent(models.Model):
     """A program holding an API key. Only a hash of the key is stored."""
 
-    class Scope(models.TextChoices):
-        READ = "read"
-        WRITE = "write"
+    Scope = choices.Scope
 
     name = models.CharField(max_length=100, unique=True)
     key_prefix = models.CharField(max_length=16, unique=True)
@@ -119,11 +118,7 @@ class Run(models.Model):
 class Source(models.Model):
     """Where a claim came from: a message, a tool result, an operator, an import."""
 
-    class Kind(models.TextChoices):
-        USER_MESSAGE = "user_message", "message from the person"
-        TOOL_RESULT = "tool_result", "tool result"
-        OPERATOR = "operator", "operator"
-        IMPORT = "import", "import"
+    Kind = choices.SourceKind
 
     kind = models.CharField(max_length=20, choices=Kind.choices)
     ref = models.CharField(max_length=200)
@@ -157,26 +152,11 @@ class Source(models.Model):
 class Memory(models.Model):
     """One claim somebody chose to keep about a subject."""
 
-    class Kind(models.TextChoices):
-        PREFERENCE = "preference", "preference"
-        ACCOUNT_FACT = "account_fact", "fact about the account"
-        EPISODE = "episode", "past episode"
-
-    class Basis(models.TextChoices):
-        STATED = "stated", "stated"
-        INFERRED = "inferred", "inferred"
-
-    class Status(models.TextChoices):
-        ACTIVE = "active"
-        PENDING = "pending"
-        SUPERSEDED = "superseded"
-        RETRACTED = "retracted"
-        EXPIRED = "expired"
-        ERASED = "erased"
+    Kind = choices.MemoryKind
+    Basis = choices.Basis
+    Status = choices.MemoryStatus
 
     STATEMENT_MAX = 200
-    # Statuses the gate compares new writes against and people are asked about.
-    LIVE = (Status.ACTIVE, Status.PENDING)
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="memories")
@@ -187,8 +167,8 @@ class Memory(models.Model):
     normalized = models.CharField(max_length=STATEMENT_MAX)
     basis = models.CharField(max_length=10, choices=Basis.choices)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
-    # How it became stated: "" when the person said it, "confirmation" when they confirmed
-    # a guess, "correction" when a person rewrote it.
+    # How it became stated (``choices.StatedBy``): "" when the person said it,
+    # "confirmation" when they confirmed a guess, "correction" when a person rewrote it.
     stated_by = models.CharField(max_length=20, blank=True, default="")
     written_at = models.DateTimeField()
     confirmed_at = models.DateTimeField(null=True, blank=True)
@@ -265,9 +245,7 @@ class Memory(models.Model):
 class Conflict(models.Model):
     """Two or more active memories in one subject + key slot that disagree."""
 
-    class Status(models.TextChoices):
-        OPEN = "open"
-        RESOLVED = "resolved"
+    Status = choices.ConflictStatus
 
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts")
     key = models.CharField(max_length=100)
@@ -330,20 +308,9 @@ class Policy(models.Model):
 
     @classmethod
     def current(cls) -> Policy:
-        """The policy row; the first migration makes it, this restores defaults if it is gone."""
-        policy = cls.objects.filter(pk=1).first()
-        if policy is not None:
-            return policy
-        from ledger.actions.tracking import save_tracked
-        from ledger.actors import Actor
-
-        policy = cls(pk=1)
-        try:
-            with transaction.atomic():
-                save_tracked(policy, actor=Actor.system("defaults"), reason="Default policy.")
-        except IntegrityError:
-            return cls.objects.get(pk=1)
-        return policy
+        """The policy in force. A migration makes the row; without it the defaults apply,
+        and the first change (``ledger.actions.policy.change_policy``) stores them."""
+        return cls.objects.filter(pk=1).first() or cls(pk=1)
 
     def ttl_days(self, kind: str) -> int:
         return int(getattr(self, f"ttl_{kind}_days"))
@@ -355,12 +322,7 @@ class Policy(models.Model):
 class WriteDecision(models.Model):
     """What the write gate decided for one request, and why. Append-only."""
 
-    class Outcome(models.TextChoices):
-        ACCEPTED = "accepted"
-        PENDING = "pending"
-        MERGED = "merged"
-        CONFLICT = "conflict"
-        REFUSED = "refused"
+    Outcome = choices.Outcome
 
     agent = models.ForeignKey(Agent, null=True, on_delete=models.SET_NULL, related_name="+")
     subject = models.ForeignKey(
@@ -443,13 +405,8 @@ class RecallItem(models.Model):
 class Reminder(models.Model):
     """A memory due for review, or about to expire, for one audience."""
 
-    class Kind(models.TextChoices):
-        REVIEW = "review", "due for review"
-        EXPIRING = "expiring", "expiring soon"
-
-    class Audience(models.TextChoices):
-        OWNER = "owner", "the subject's owner"
-        SUPPORT = "support", "the support queue"
+    Kind = choices.ReminderKind
+    Audience = choices.Audience
 
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="reminders")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -484,18 +441,10 @@ class Reminder(models.Model):
 class LedgerEntry(models.Model):
     """A durable fact or commitment that must survive every compaction."""
 
-    class Kind(models.TextChoices):
-        ESTABLISHED = "established"
-        INTERPRETATION = "interpretation"
-        PROPOSAL = "proposal"
-        COMMITMENT = "commitment"
+    Kind = choices.LedgerKind
+    Status = choices.LedgerStatus
 
-    class Status(models.TextChoices):
-        ACTIVE = "active"
-        SUPERSEDED = "superseded"
-        WITHDRAWN = "withdrawn"
-        EXPIRED = "expired"
-        ERASED = "erased"
+    FACT_MAX = 2000
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="ledger_entries")
@@ -546,15 +495,17 @@ class LedgerEntry(models.Model):
     def __str__(self) -> str:
         return self.fact
 
+    def status_at(self, now: datetime) -> str:
+        """An active entry past its expiry is expired now, whether or not the sweep has run."""
+        if self.status == self.Status.ACTIVE and self.expires_at and self.expires_at <= now:
+            return self.Status.EXPIRED
+        return self.status
+
 
 class JournalEntry(models.Model):
     """An agent's side effect, written before it acts: intent → effect → verification."""
 
-    class State(models.TextChoices):
-        INTENDED = "intended"
-        DONE = "done"
-        NOT_DONE = "not_done"
-        UNKNOWN = "unknown"
+    State = choices.JournalState
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="journal_entries")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="journal_entries")
@@ -620,9 +571,7 @@ class RunNote(models.Model):
 class Snapshot(models.Model):
     """One compaction of a run: the state document, checked by shape."""
 
-    class Status(models.TextChoices):
-        ACCEPTED = "accepted"
-        REJECTED = "rejected"
+    Status = choices.SnapshotStatus
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="snapshots")
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="snapshots")

@@ -1,4 +1,9 @@
-"""Pure policy decisions: no writes, no queries. The write gate and the pages ask these."""
+"""Pure policy decisions: no writes, no queries. The write functions and the pages ask these.
+
+Every lifecycle is one table here: from each status, the moves a row may make. The write
+functions check a move against its table on the locked row; the pages ask the same table
+whether to offer a button; the querysets filter by the statuses a table allows.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,24 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from ledger.models import Memory, Policy
+from django.conf import settings
+from django.utils import timezone
+
+from ledger.choices import (
+    Basis,
+    ConflictStatus,
+    JournalState,
+    LedgerKind,
+    LedgerStatus,
+    MemoryStatus,
+    SourceKind,
+)
+
+if TYPE_CHECKING:
+    from ledger.models import LedgerEntry, Policy
 
 # Characters that could end a line, reorder text or hide words when a statement is pasted
 # into a prompt or shown on a page: control characters, line and paragraph separators,
@@ -29,6 +50,174 @@ class Refusal(Exception):
         self.status = status
 
 
+# Lifecycles.
+
+
+class MemoryMove(StrEnum):
+    """What can happen to a memory after it is written. Erasure is not a move: it reaches
+    every row about a subject, whatever its status."""
+
+    CORRECT = "correct"
+    RETRACT = "retract"
+    CONFIRM = "confirm"
+    RENEW = "renew"
+    RESTORE = "restore"
+    EXPIRE = "expire"
+
+
+MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
+    MemoryStatus.ACTIVE: (
+        MemoryMove.CORRECT,
+        MemoryMove.RETRACT,
+        MemoryMove.CONFIRM,
+        MemoryMove.RENEW,
+        MemoryMove.EXPIRE,
+    ),
+    MemoryStatus.PENDING: (
+        MemoryMove.CORRECT,
+        MemoryMove.RETRACT,
+        MemoryMove.CONFIRM,
+        MemoryMove.RENEW,
+        MemoryMove.EXPIRE,
+    ),
+    # An expired memory stays with the person, who may still fix it or give it a new life.
+    MemoryStatus.EXPIRED: (MemoryMove.CORRECT, MemoryMove.RETRACT, MemoryMove.RENEW),
+    # Only for the undo window, and only by the one who deleted it (``restore_memory``).
+    MemoryStatus.RETRACTED: (MemoryMove.RESTORE,),
+    # Kept unchanged for audit: a correction is corrected, never its original.
+    MemoryStatus.SUPERSEDED: (),
+    MemoryStatus.ERASED: (),
+}
+
+# The refusal's code and past participle for each move.
+_MEMORY_REFUSALS = {
+    MemoryMove.CORRECT: ("not_correctable", "corrected"),
+    MemoryMove.RETRACT: ("not_retractable", "retracted"),
+    MemoryMove.CONFIRM: ("not_confirmable", "confirmed"),
+    MemoryMove.RENEW: ("not_renewable", "renewed"),
+    MemoryMove.RESTORE: ("not_undoable", "restored"),
+    MemoryMove.EXPIRE: ("not_expirable", "expired"),
+}
+
+
+def memory_statuses_allowing(move: MemoryMove) -> tuple[str, ...]:
+    return tuple(status for status, moves in MEMORY_MOVES.items() if move in moves)
+
+
+# What the write gate compares new writes against, and what expiry sweeps: active or pending.
+LIVE_MEMORY = memory_statuses_allowing(MemoryMove.EXPIRE)
+# What people may still act on, and what their page lists by default: live or expired.
+ACTIONABLE_MEMORY = memory_statuses_allowing(MemoryMove.CORRECT)
+
+
+def is_actionable(status: str) -> bool:
+    """Whether a person may still correct, delete or renew a memory in this status."""
+    return status in ACTIONABLE_MEMORY
+
+
+def refuse_memory_move(status: str, move: MemoryMove) -> None:
+    if move in MEMORY_MOVES.get(status, ()):
+        return
+    code, participle = _MEMORY_REFUSALS[move]
+    raise Refusal(code, f"A {status} memory cannot be {participle}.", status=409)
+
+
+class LedgerMove(StrEnum):
+    PROMOTE = "promote"
+    SUPERSEDE = "supersede"
+    EDIT = "edit"
+    WITHDRAW = "withdraw"
+    EXPIRE = "expire"
+
+
+LEDGER_MOVES: dict[str, tuple[LedgerMove, ...]] = {
+    LedgerStatus.ACTIVE: (
+        LedgerMove.PROMOTE,
+        LedgerMove.SUPERSEDE,
+        LedgerMove.EDIT,
+        LedgerMove.WITHDRAW,
+        LedgerMove.EXPIRE,
+    ),
+    # No longer in force, but still the last word on its key until something replaces it.
+    LedgerStatus.EXPIRED: (LedgerMove.SUPERSEDE, LedgerMove.WITHDRAW),
+    LedgerStatus.SUPERSEDED: (),
+    LedgerStatus.WITHDRAWN: (),
+    LedgerStatus.ERASED: (),
+}
+
+_LEDGER_PARTICIPLES = {
+    LedgerMove.PROMOTE: "promoted",
+    LedgerMove.SUPERSEDE: "superseded",
+    LedgerMove.EDIT: "edited",
+    LedgerMove.WITHDRAW: "withdrawn",
+    LedgerMove.EXPIRE: "expired",
+}
+
+
+def refuse_ledger_move(status: str, move: LedgerMove) -> None:
+    if move in LEDGER_MOVES.get(status, ()):
+        return
+    allowed = [s for s, moves in LEDGER_MOVES.items() if move in moves]
+    raise Refusal(
+        f"ledger_entry_{status}",
+        f"This entry is {status}; only an {' or '.join(allowed)} entry can be "
+        f"{_LEDGER_PARTICIPLES[move]}.",
+        status=409,
+    )
+
+
+# Done and not_done are final: an unknown is resolved by reading the world, never retried.
+JOURNAL_MOVES: dict[str, tuple[str, ...]] = {
+    JournalState.INTENDED: (JournalState.DONE, JournalState.NOT_DONE, JournalState.UNKNOWN),
+    JournalState.UNKNOWN: (JournalState.DONE, JournalState.NOT_DONE),
+    JournalState.DONE: (),
+    JournalState.NOT_DONE: (),
+}
+
+
+def journal_moves(state: str) -> tuple[str, ...]:
+    return JOURNAL_MOVES.get(state, ())
+
+
+def refuse_journal_move(current: str, target: str) -> None:
+    allowed = journal_moves(current)
+    if target in allowed:
+        return
+    if allowed:
+        choices = " or ".join(allowed)
+        detail = (
+            f"A journal entry cannot move from {current} to {target}; "
+            f"from {current} it may move to {choices}."
+        )
+    else:
+        detail = (
+            f"A journal entry cannot move from {current} to {target}: "
+            f"{current} is final and allows no further move."
+        )
+    raise Refusal("journal_move_refused", detail, status=409)
+
+
+def stale_intent_cutoff(now: datetime | None = None) -> datetime:
+    """Intents older than this never reported back and must be checked against the world."""
+    minutes = settings.MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES
+    return (now or timezone.now()) - timedelta(minutes=minutes)
+
+
+# A conflict opens when a slot's active statements disagree, and closes once.
+CONFLICT_MOVES: dict[str, tuple[str, ...]] = {
+    ConflictStatus.OPEN: (ConflictStatus.RESOLVED,),
+    ConflictStatus.RESOLVED: (),
+}
+
+
+def refuse_conflict_resolved(status: str) -> None:
+    if ConflictStatus.RESOLVED not in CONFLICT_MOVES.get(status, ()):
+        raise Refusal("conflict_resolved", "This conflict is already resolved.", 409)
+
+
+# Text.
+
+
 def forbidden_character(text: str) -> str | None:
     """The first character a one-line text may not hold, described, or None."""
     for ch in text:
@@ -44,6 +233,9 @@ def forbidden_in_excerpt(text: str) -> str | None:
 
 def normalize_statement(statement: str) -> str:
     return " ".join(statement.casefold().split())
+
+
+# The write gate.
 
 
 def refuse_system_of_record(policy: Policy, key: str) -> None:
@@ -90,7 +282,7 @@ def expiry_for(
 ) -> Expiry:
     """When a new memory dies: the request, else the kind's default; guesses are capped."""
     expires_at = now + timedelta(days=policy.ttl_days(kind)) if omitted else requested
-    if basis != Memory.Basis.INFERRED:
+    if basis != Basis.INFERRED:
         return Expiry(expires_at, capped=False)
     longest = now + timedelta(days=policy.inferred_max_days)
     if expires_at is None or expires_at > longest:
@@ -103,4 +295,73 @@ def review_date_for(policy: Policy, *, kind: str, now: datetime) -> datetime:
 
 
 def needs_corroboration(policy: Policy, *, basis: str, distinct_sources: int) -> bool:
-    return basis == Memory.Basis.INFERRED and distinct_sources < policy.inferred_sources_required
+    return basis == Basis.INFERRED and distinct_sources < policy.inferred_sources_required
+
+
+def refuse_past_expiry(expires_at: datetime | None, now: datetime) -> None:
+    if expires_at is not None and expires_at <= now:
+        raise Refusal("expiry_in_past", "The new expiry must lie in the future.", 400)
+
+
+def refuse_permanent_guess(*, basis: str, expires_at: datetime | None) -> None:
+    if expires_at is None and basis == Basis.INFERRED:
+        raise Refusal(
+            "inferred_needs_expiry", "A guess cannot be made permanent; confirm it first.", 400
+        )
+
+
+# The ledger.
+
+# Sources that name where a fact was verified. An operator's say-so is not evidence.
+NAMED_SOURCE_KINDS = (SourceKind.USER_MESSAGE, SourceKind.TOOL_RESULT, SourceKind.IMPORT)
+# Only the person can agree to a proposal, so only their message can promote one.
+AGREEMENT_SOURCE_KINDS = (SourceKind.USER_MESSAGE,)
+
+
+def refuse_unnamed_establishment(*, kind: str, source_kind: str, source_ref: str) -> None:
+    if kind != LedgerKind.ESTABLISHED:
+        return
+    if source_kind not in NAMED_SOURCE_KINDS or not source_ref.strip():
+        raise Refusal(
+            "established_needs_named_source",
+            "An established fact needs a named source: a message from the person, a tool "
+            "result or an import, with its reference. Record it as an interpretation instead.",
+        )
+
+
+def refuse_unless_proposal(kind: str) -> None:
+    if kind != LedgerKind.PROPOSAL:
+        raise Refusal(
+            "not_a_proposal",
+            f"Only a proposal can be promoted; this entry is a {kind}.",
+            status=409,
+        )
+
+
+def refuse_unagreed_promotion(source_kind: str) -> None:
+    if source_kind not in AGREEMENT_SOURCE_KINDS:
+        raise Refusal(
+            "agreement_needs_person",
+            "A proposal becomes a commitment only with the person's agreement: give the "
+            "source as their message (kind 'user_message').",
+        )
+
+
+def refuse_if_immutable(entry: LedgerEntry, verb: str) -> None:
+    if entry.immutable:
+        raise Refusal(
+            "ledger_entry_immutable",
+            f"This entry is immutable and cannot be {verb}: supersede it with a new entry "
+            f"(POST /api/v1/ledger/{entry.pk}/supersede).",
+            status=409,
+        )
+
+
+def refuse_if_stale(entry: LedgerEntry, now: datetime, verb: str) -> None:
+    if entry.expires_at is not None and entry.expires_at <= now:
+        raise Refusal(
+            "ledger_entry_expired",
+            f"This entry stopped being true at {entry.expires_at.isoformat()}; "
+            f"an expired entry cannot be {verb}. Supersede it with a current one.",
+            status=409,
+        )

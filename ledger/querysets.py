@@ -3,82 +3,72 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from ledger import access
+from ledger.choices import (
+    Audience,
+    ConflictStatus,
+    JournalState,
+    LedgerKind,
+    LedgerStatus,
+    MemoryStatus,
+)
+from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY
+
 if TYPE_CHECKING:
-    from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-
-SUPPORT_GROUP = "support"
-ADMIN_GROUP = "admin"
-
-
-def is_staff_role(user: AbstractBaseUser | AnonymousUser) -> bool:
-    """Support and admins see every subject; everyone else only the subjects they own."""
-    if not user.is_authenticated:
-        return False
-    if getattr(user, "is_superuser", False):
-        return True
-    groups = user.groups.all()  # type: ignore[union-attr]
-    return any(g.name in (SUPPORT_GROUP, ADMIN_GROUP) for g in groups)
+    from ledger.models import (
+        Agent,
+        LedgerEntry,
+        Subject,
+    )
 
 
-class SubjectQuerySet(models.QuerySet):
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> SubjectQuerySet:
-        if not user.is_authenticated:
-            return self.none()
-        if is_staff_role(user):
-            return self
-        return self.filter(owner=user)
+class SubjectQuerySet(models.QuerySet["Subject"]):
+    def visible_to(self, user: access.Person) -> SubjectQuerySet:
+        return self.filter(access.visible_subjects(user))
 
 
-class MemoryQuerySet(models.QuerySet):
-    LIVE = ("active", "pending")
+class MemoryQuerySet(models.QuerySet["Memory"]):
+    def visible_to(self, user: access.Person) -> MemoryQuerySet:
+        return self.filter(access.visible_subjects(user, via="subject__"))
 
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> MemoryQuerySet:
-        return self.filter(subject__in=type(self)._subjects_for(user))
-
-    @staticmethod
-    def _subjects_for(user: AbstractBaseUser | AnonymousUser) -> Any:
-        from ledger.models import Subject
-
-        return Subject.objects.visible_to(user).values("pk")
-
-    def for_subject(self, subject: Any) -> MemoryQuerySet:
+    def for_subject(self, subject: Subject) -> MemoryQuerySet:
         return self.filter(subject=subject)
 
     def live(self) -> MemoryQuerySet:
         """Active or pending: rows the gate compares new writes against."""
-        return self.filter(status__in=self.LIVE)
+        return self.filter(status__in=LIVE_MEMORY)
 
     def servable(self, now: datetime | None = None) -> MemoryQuerySet:
         """What an agent may be given: active and not past its expiry at this moment."""
         now = now or timezone.now()
-        return self.filter(status="active").filter(
+        return self.filter(status=MemoryStatus.ACTIVE).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         )
 
-    def in_slot(self, subject: Any, key: str) -> MemoryQuerySet:
+    def in_slot(self, subject: Subject, key: str) -> MemoryQuerySet:
         return self.filter(subject=subject, key=key)
 
     def due_to_expire(self, now: datetime | None = None) -> MemoryQuerySet:
         now = now or timezone.now()
-        return self.filter(status__in=self.LIVE, expires_at__lte=now)
+        return self.filter(status__in=LIVE_MEMORY, expires_at__lte=now)
 
     def due_for_review(self, now: datetime | None = None) -> MemoryQuerySet:
         now = now or timezone.now()
-        return self.filter(status__in=self.LIVE, review_at__lte=now)
+        return self.filter(status__in=LIVE_MEMORY, review_at__lte=now)
 
     def expiring_within(self, now: datetime, until: datetime) -> MemoryQuerySet:
         """Live now, and dying after ``now`` but no later than ``until``."""
-        return self.filter(status__in=self.LIVE, expires_at__gt=now, expires_at__lte=until)
+        return self.filter(status__in=LIVE_MEMORY, expires_at__gt=now, expires_at__lte=until)
 
     def shown_on_subject_page(self) -> MemoryQuerySet:
-        """What a person's page lists by default: live, and expired (which they may renew)."""
-        return self.filter(status__in=(*self.LIVE, "expired"))
+        """What a person's page lists by default: what they may still act on."""
+        return self.filter(status__in=ACTIONABLE_MEMORY)
 
     def matching(self, text: str) -> MemoryQuerySet:
         """A person's search within their memories: every word must appear in the statement."""
@@ -88,52 +78,54 @@ class MemoryQuerySet(models.QuerySet):
         return queryset
 
 
-class ConflictQuerySet(models.QuerySet):
+class ConflictQuerySet(models.QuerySet["Conflict"]):
     def open(self) -> ConflictQuerySet:
-        return self.filter(status="open")
+        return self.filter(status=ConflictStatus.OPEN)
 
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> ConflictQuerySet:
-        return self.filter(subject__in=MemoryQuerySet._subjects_for(user))
+    def visible_to(self, user: access.Person) -> ConflictQuerySet:
+        return self.filter(access.visible_subjects(user, via="subject__"))
 
 
-class LedgerEntryQuerySet(models.QuerySet):
+class LedgerEntryQuerySet(models.QuerySet["LedgerEntry"]):
     def in_force(self, now: datetime | None = None) -> LedgerEntryQuerySet:
         """Active and not past expiry at this moment, whatever the sweep has done so far."""
         now = now or timezone.now()
-        return self.filter(status="active").filter(
+        return self.filter(status=LedgerStatus.ACTIVE).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         )
 
     def stale(self, now: datetime | None = None) -> LedgerEntryQuerySet:
         now = now or timezone.now()
-        return self.filter(Q(status="expired") | Q(status="active", expires_at__lte=now))
+        return self.filter(
+            Q(status=LedgerStatus.EXPIRED) | Q(status=LedgerStatus.ACTIVE, expires_at__lte=now)
+        )
 
-    def visible_to(self, user: AbstractBaseUser | AnonymousUser) -> LedgerEntryQuerySet:
-        return self.filter(subject__in=MemoryQuerySet._subjects_for(user))
+    def visible_to(self, user: access.Person) -> LedgerEntryQuerySet:
+        return self.filter(access.visible_subjects(user, via="subject__"))
 
     def due_to_expire(self, now: datetime | None = None) -> LedgerEntryQuerySet:
         now = now or timezone.now()
-        return self.filter(status="active", expires_at__lte=now)
+        return self.filter(status=LedgerStatus.ACTIVE, expires_at__lte=now)
 
     def superseded(self) -> LedgerEntryQuerySet:
-        return self.filter(status="superseded")
+        return self.filter(status=LedgerStatus.SUPERSEDED)
 
     def withdrawn(self) -> LedgerEntryQuerySet:
-        return self.filter(status="withdrawn")
+        return self.filter(status=LedgerStatus.WITHDRAWN)
 
     def shown_to_owner(self, now: datetime | None = None) -> LedgerEntryQuerySet:
         """What an end user sees about themselves: commitments and proposals in force."""
-        return self.in_force(now).filter(kind__in=("commitment", "proposal"))
+        return self.in_force(now).filter(kind__in=(LedgerKind.COMMITMENT, LedgerKind.PROPOSAL))
 
-    def contradictions(self, now: datetime | None = None) -> list[list[Any]]:
+    def contradictions(self, now: datetime | None = None) -> list[list[LedgerEntry]]:
         """Groups of in-force established entries on one subject and key whose facts differ.
 
         Nothing picks a winner: every entry in a group is returned, oldest first.
         """
-        groups: dict[tuple[int, str], list[Any]] = {}
+        groups: dict[tuple[int, str], list[LedgerEntry]] = {}
         rows = (
             self.in_force(now)
-            .filter(kind="established")
+            .filter(kind=LedgerKind.ESTABLISHED)
             .exclude(key="")
             .select_related("subject")
             .order_by("subject_id", "key", "recorded_at")
@@ -146,36 +138,37 @@ class LedgerEntryQuerySet(models.QuerySet):
             if len({" ".join(e.fact.casefold().split()) for e in group}) > 1
         ]
 
-    def commitments_to_carry(self, subject: Any, now: datetime | None = None) -> list[str]:
+    def commitments_to_carry(
+        self, subject: Subject | None, now: datetime | None = None
+    ) -> list[str]:
         """The facts every compaction of a run about ``subject`` must carry word for word."""
         if subject is None:
             return []
-        rows = self.in_force(now).filter(subject=subject, kind="commitment")
+        rows = self.in_force(now).filter(subject=subject, kind=LedgerKind.COMMITMENT)
         return list(rows.order_by("recorded_at").values_list("fact", flat=True))
 
 
-class JournalEntryQuerySet(models.QuerySet):
+class JournalEntryQuerySet(models.QuerySet["JournalEntry"]):
     def unresolved(self, intended_older_than: datetime) -> JournalEntryQuerySet:
         """Unknown outcomes, and intents that never reported back in time."""
         return self.filter(
-            Q(state="unknown") | Q(state="intended", created_at__lte=intended_older_than)
+            Q(state=JournalState.UNKNOWN)
+            | Q(state=JournalState.INTENDED, created_at__lte=intended_older_than)
         )
 
-    def of_agent(self, agent: Any) -> JournalEntryQuerySet:
+    def of_agent(self, agent: Agent) -> JournalEntryQuerySet:
         return self.filter(agent=agent)
 
 
-class ReminderQuerySet(models.QuerySet):
-    # A memory deleted, superseded or erased by any path needs no review any more.
-    REVIEWABLE = ("active", "pending", "expired")
-
+class ReminderQuerySet(models.QuerySet["Reminder"]):
     def open(self) -> ReminderQuerySet:
         """Not yet cleared by a review of the memory."""
         return self.filter(cleared_at__isnull=True)
 
     def actionable(self) -> ReminderQuerySet:
-        """Open, about a memory a person can still review."""
-        return self.open().filter(memory__status__in=self.REVIEWABLE)
+        """Open, about a memory a person can still act on: one deleted, superseded or
+        erased by any path needs no review any more."""
+        return self.open().filter(memory__status__in=ACTIONABLE_MEMORY)
 
     def unread(self) -> ReminderQuerySet:
         return self.actionable().filter(read_at__isnull=True)
@@ -183,21 +176,21 @@ class ReminderQuerySet(models.QuerySet):
     def unsent(self) -> ReminderQuerySet:
         return self.actionable().filter(sent_at__isnull=True)
 
-    def for_person(self, user: AbstractBaseUser | AnonymousUser) -> ReminderQuerySet:
+    def for_person(self, user: access.Person) -> ReminderQuerySet:
         """A person's own reminders, plus the support queue for support and admins.
 
         Always limited to memories the person may still see, so a former owner loses
         the reminders of a subject that changed hands.
         """
-        if not user.is_authenticated:
+        if access.role_of(user) is None:
             return self.none()
-        mine = Q(audience="owner", recipient=user)
-        if is_staff_role(user):
-            mine |= Q(audience="support")
-        return self.filter(mine, memory__subject__in=MemoryQuerySet._subjects_for(user))
+        mine = Q(audience=Audience.OWNER, recipient=user)
+        if access.is_staff(user):
+            mine |= Q(audience=Audience.SUPPORT)
+        return self.filter(mine, access.visible_subjects(user, via="memory__subject__"))
 
 
-class RunQuerySet(models.QuerySet):
-    def of_agent(self, agent: Any) -> RunQuerySet:
+class RunQuerySet(models.QuerySet["Run"]):
+    def of_agent(self, agent: Agent) -> RunQuerySet:
         """A run is the business of the agent that started it, and of nobody else's key."""
         return self.filter(agent=agent)

@@ -15,12 +15,33 @@ from django.utils.csp import CSP
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
 def env_bool(name: str, default: bool = False) -> bool:
-    return os.environ.get(name, str(default)).strip().lower() in {"1", "true", "yes", "on"}
+    """A yes/no setting. A value that is neither is a mistake to report, not a quiet "no"."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    value = raw.strip().lower()
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise ImproperlyConfigured(
+        f"{name}={raw!r} is not a yes/no value; use one of 1/0, true/false, yes/no, on/off."
+    )
 
 
 def env_int(name: str, default: int) -> int:
-    return int(os.environ.get(name, default))
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
 
 
 DEBUG = env_bool("DEBUG")
@@ -85,6 +106,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "ledger.context_processors.viewer",
             ],
         },
     },
@@ -224,20 +246,23 @@ MAILERS = {
 }
 DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "memoryadmin@localhost")
 
-# Product settings.
-MEMORYADMIN = {
-    "UNDO_SECONDS": env_int("MEMORYADMIN_UNDO_SECONDS", 30),
-    "EXPIRY_BATCH_SIZE": env_int("MEMORYADMIN_EXPIRY_BATCH_SIZE", 500),
-    # Batches one expiry run may do before it hands the rest to a fresh run at the back of
-    # the queue, so a large backlog never holds a worker for long.
-    "EXPIRY_MAX_BATCHES": env_int("MEMORYADMIN_EXPIRY_MAX_BATCHES", 100),
-    # A memory expiring within this many days gets one "expiring soon" reminder.
-    "EXPIRING_SOON_DAYS": env_int("MEMORYADMIN_EXPIRING_SOON_DAYS", 14),
-    # Where links in reminder e-mails point.
-    "SITE_URL": os.environ.get("MEMORYADMIN_SITE_URL", "http://127.0.0.1:8000").rstrip("/"),
-    # Journal intents that have not reported back after this long must be checked by hand.
-    "JOURNAL_INTENDED_STALE_MINUTES": env_int("MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15),
-}
+# Product settings: flat, typed names, each read from the variable of the same name.
+# How long a person may undo a deletion.
+MEMORYADMIN_UNDO_SECONDS: int = env_int("MEMORYADMIN_UNDO_SECONDS", 30)
+MEMORYADMIN_EXPIRY_BATCH_SIZE: int = env_int("MEMORYADMIN_EXPIRY_BATCH_SIZE", 500)
+# Batches one expiry run may do before it hands the rest to a fresh run at the back of
+# the queue, so a large backlog never holds a worker for long.
+MEMORYADMIN_EXPIRY_MAX_BATCHES: int = env_int("MEMORYADMIN_EXPIRY_MAX_BATCHES", 100)
+# A memory expiring within this many days gets one "expiring soon" reminder.
+MEMORYADMIN_EXPIRING_SOON_DAYS: int = env_int("MEMORYADMIN_EXPIRING_SOON_DAYS", 14)
+# Where links in reminder e-mails point.
+MEMORYADMIN_SITE_URL: str = os.environ.get("MEMORYADMIN_SITE_URL", "http://127.0.0.1:8000").rstrip(
+    "/"
+)
+# Journal intents that have not reported back after this long must be checked by hand.
+MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES: int = env_int(
+    "MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15
+)
 
 LOGGING = {
     "version": 1,

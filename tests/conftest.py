@@ -13,8 +13,9 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from ledger.actions.agents import create_agent
-from ledger.actions.memories import MemoryInput, SourceInput, write_memory
+from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.people import create_person
+from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
 

@@ -10,11 +10,12 @@ from django.urls import reverse
 
 from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
-from ledger.actions.memories import SourceInput, correct_memory, retract_memory
+from ledger.actions.lifecycle import correct_memory, retract_memory
 from ledger.actions.notes import delete_note, write_note
 from ledger.actions.recalls import record_recall
 from ledger.actions.snapshots import SnapshotInput, store_snapshot
-from ledger.actions.tracking import save_tracked
+from ledger.actions.sources import SourceInput
+from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.models import Erasure, LedgerEntry, Memory, Run, Subject
 from ledger.recall import recall
@@ -45,9 +46,11 @@ SECRETS = {
 @pytest.fixture
 def dana(make_person) -> Client:
     user = make_person("dana", subject=SUBJECT)
-    subject = Subject.objects.get(ref=SUBJECT)
-    subject.display_name = SECRETS["name"]
-    save_tracked(subject, actor=Actor.system("test"), reason="Named.")
+    set_display_name(
+        subject=Subject.objects.get(ref=SUBJECT),
+        display_name=SECRETS["name"],
+        actor=Actor.system("test"),
+    )
     client = Client()
     client.login(username=user.username, password=PASSWORD)
     return client

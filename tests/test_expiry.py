@@ -14,7 +14,8 @@ from django.conf import settings
 
 from ledger.actions.expiry import expire_due as expire_now
 from ledger.actions.ledger_entries import record_ledger_entry
-from ledger.actions.memories import SourceInput, renew_memory
+from ledger.actions.lifecycle import renew_memory
+from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
 from ledger.tasks import expire_due
@@ -29,11 +30,8 @@ WRITTEN = datetime(2026, 1, 10, 9, 0, tzinfo=UTC)
 @pytest.fixture
 def batch(settings: Any) -> Callable[..., None]:
     def set_limits(size: int, max_batches: int = 100) -> None:
-        settings.MEMORYADMIN = {
-            **settings.MEMORYADMIN,
-            "EXPIRY_BATCH_SIZE": size,
-            "EXPIRY_MAX_BATCHES": max_batches,
-        }
+        settings.MEMORYADMIN_EXPIRY_BATCH_SIZE = size
+        settings.MEMORYADMIN_EXPIRY_MAX_BATCHES = max_batches
 
     return set_limits
 

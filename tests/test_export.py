@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from ledger.actions.ledger_entries import record_ledger_entry
-from ledger.actions.memories import SourceInput
+from ledger.actions.sources import SourceInput
 from ledger.exports import FORMAT
 from ledger.models import Subject
 from tests.conftest import PASSWORD, SUBJECT

@@ -275,7 +275,7 @@ def test_unknowns_are_listed_for_resolution(api: APIClient) -> None:
 def test_intents_that_never_reported_back_need_resolution_after_the_set_time(
     api: APIClient, settings: Any
 ) -> None:
-    settings.MEMORYADMIN = {**settings.MEMORYADMIN, "JOURNAL_INTENDED_STALE_MINUTES": 30}
+    settings.MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES = 30
     with time_machine.travel(START, tick=False):
         journal(api)
     other, _ = agent_client("other-agent", ["read", "write"])

@@ -18,8 +18,8 @@ from ledger.actions.ledger_entries import (
     supersede_ledger_entry,
     withdraw_ledger_entry,
 )
-from ledger.actions.memories import SourceInput
 from ledger.actions.notes import write_note
+from ledger.actions.sources import SourceInput
 from ledger.models import Agent, LedgerEntry, Memory, Subject
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from ledger.actions.tracking import save_tracked
+from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
 from ledger.models import Memory, Subject, WriteDecision
 from tests.conftest import SUBJECT, body
@@ -133,9 +133,9 @@ def test_an_agents_correction_without_the_persons_words_is_a_pending_guess(
 
 def test_an_agent_cannot_correct_while_memory_is_paused(api: APIClient) -> None:
     memory = write(api)
-    subject = Subject.objects.get(ref=SUBJECT)
-    subject.memory_paused = True
-    save_tracked(subject, actor=Actor.system("test"), reason="test")
+    set_memory_paused(
+        subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"), paused=True
+    )
     response = api.post(
         f"{URL}/{memory['id']}/corrections",
         {"statement": "Prefers telephone.", "reason": "x"},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from ledger.actions.memories import SourceInput
+from ledger.actions.sources import SourceInput
 from ledger.models import Memory
 from tests.conftest import PASSWORD, SUBJECT
 

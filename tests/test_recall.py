@@ -12,16 +12,13 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from ledger.actions.memories import (
-    SourceInput,
-    confirm_memory,
-    correct_memory,
-    retract_memory,
-    set_status,
-)
-from ledger.actions.tracking import save_tracked
+from ledger.actions.erasure import erase_subject
+from ledger.actions.expiry import expire_due
+from ledger.actions.lifecycle import confirm_memory, correct_memory, retract_memory
+from ledger.actions.policy import change_policy
+from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
-from ledger.models import Memory, Policy, Recall, RecallItem, Run
+from ledger.models import Memory, Recall, RecallItem, Run, Subject
 from ledger.recall import goal_terms, plain_ranking
 from tests.conftest import SUBJECT, agent_client
 
@@ -53,9 +50,7 @@ def infer(remember: Callable[..., Memory], statement: str, **fields: Any) -> Mem
 
 
 def set_recall_cap(cap: int) -> None:
-    policy = Policy.current()
-    policy.recall_cap = cap
-    save_tracked(policy, actor=PERSON, reason="test")
+    change_policy(actor=PERSON, reason="test", recall_cap=cap)
 
 
 # What is served
@@ -83,12 +78,21 @@ def test_pending_retracted_superseded_expired_and_erased_are_never_served(
     remember("A guess with one source.", basis="inferred")
     retract_memory(memory=remember("Retracted fact."), actor=PERSON, reason="wrong")
     correct_memory(memory=remember("Old wording."), actor=PERSON, statement="New.", reason="x")
-    set_status(memory=remember("Swept by expiry."), actor=PERSON, status="expired", reason="x")
-    set_status(memory=remember("Erased fact."), actor=PERSON, status="erased", reason="x")
+    soon = timezone.now() + timedelta(minutes=1)
+    remember("Swept by expiry.", expires_at=soon, expires_omitted=False)
+    expire_due(now=soon + timedelta(minutes=1))
     response = get(api, goal="guess retracted old wording swept erased fact", k=20)
     assert statements(response) == ["New."]
-    for gone in ("A guess", "Retracted", "Old wording", "Swept", "Erased"):
+    for gone in ("A guess", "Retracted", "Old wording", "Swept"):
         assert gone not in response.json()["block"]
+
+
+def test_erased_memories_are_never_served(api: APIClient, remember) -> None:
+    remember("Erased fact.")
+    erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=PERSON)
+    response = get(api, goal="erased fact", k=20)
+    assert statements(response) == []
+    assert "Erased" not in response.json()["block"]
 
 
 def test_memory_past_its_expiry_is_not_served_before_the_sweep_runs(

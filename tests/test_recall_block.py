@@ -10,7 +10,8 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from ledger.actions.memories import SourceInput, import_memory
+from ledger.actions.imports import import_memory
+from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Memory, Subject
 from ledger.recall import QUOTE, STANDING_INSTRUCTION, ConflictGroup, one_line, render_block

@@ -13,7 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from ledger.actions.memories import SourceInput, import_memory
+from ledger.actions.imports import import_memory
+from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Memory, Policy, Subject
 from ledger.recall import SEARCH_CONFIG, recall, recent_queryset, search_queryset

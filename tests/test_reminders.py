@@ -14,13 +14,8 @@ from django.contrib.auth.models import User
 from django.core import mail
 from django.test import Client
 
-from ledger.actions.memories import (
-    confirm_memory,
-    correct_memory,
-    renew_memory,
-    retract_memory,
-    set_status,
-)
+from ledger.actions.erasure import erase_subject
+from ledger.actions.lifecycle import confirm_memory, correct_memory, renew_memory, retract_memory
 from ledger.actions.reminders import create_due_reminders, send_digests
 from ledger.actors import Actor
 from ledger.models import Memory, Reminder
@@ -142,7 +137,7 @@ def test_memory_expiring_within_the_window_is_reminded_once(
     clock: Callable[[datetime], None],
     settings: Any,
 ) -> None:
-    settings.MEMORYADMIN = {**settings.MEMORYADMIN, "EXPIRING_SOON_DAYS": 10}
+    settings.MEMORYADMIN_EXPIRING_SOON_DAYS = 10
     memory = remember(
         "Trial ends with the quarter.",
         kind="account_fact",
@@ -225,8 +220,8 @@ def test_reminder_of_a_memory_gone_by_another_path_is_neither_shown_nor_sent(
     memory = remember("Prefers email over telephone.")
     clock(DUE)
     create_due_reminders()
-    # Superseded by a conflict resolution or erased: not one of the four reviews.
-    set_status(memory=memory, actor=Actor.system("test"), status="superseded", reason="Test.")
+    # Erased: not one of the four reviews, and erasure leaves its reminders alone.
+    erase_subject(subject=memory.subject, actor=Actor.system("test"))
     assert "Prefers email" not in signed_in(people["dana"]).get("/reminders/").text
     assert send_digests() == 0
     assert mail.outbox == []

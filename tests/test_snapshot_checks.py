@@ -8,17 +8,15 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ledger.snapshots import (
+from ledger.snapshots.checks import (
     check_commitments,
     check_document,
     check_monotonic,
     check_partition,
     check_references,
     check_schema,
-    count_document,
-    diff_documents,
-    pair_rewordings,
 )
+from ledger.snapshots.diff import count_document, diff_documents, pair_rewordings
 
 COMMITMENT = "report.md keeps one H2 per company in the order the user gave"
 

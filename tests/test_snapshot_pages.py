@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from ledger.actions.runs import start_run
 from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.models import Agent, Snapshot
 from tests.conftest import PASSWORD, SUBJECT
@@ -132,9 +133,7 @@ def test_an_unknown_run_is_404(support: Client) -> None:
 
 
 def test_a_run_with_no_snapshots_says_so(support: Client, agent: Agent) -> None:
-    from ledger.models import Run
-
-    Run.objects.create(ref="run_quiet", agent=agent)
+    start_run(ref="run_quiet", agent=agent)
     page = support.get("/runs/run_quiet/snapshots/").content.decode()
     assert "No compaction has been stored for this run yet" in page
 

@@ -15,7 +15,9 @@ from jsonschema import Draft202012Validator
 from rest_framework.test import APIClient
 
 from ledger.actions.ledger_entries import record_ledger_entry
-from ledger.actions.memories import SourceInput
+from ledger.actions.sources import SourceInput
+from ledger.actions.subjects import create_subject
+from ledger.actors import Actor
 from ledger.models import Agent, Run, Snapshot, Subject
 from tests.conftest import SUBJECT, agent_client
 from tests.test_snapshot_checks import COMMITMENT, DOCUMENT
@@ -208,7 +210,7 @@ def test_a_run_without_a_subject_has_no_commitments_to_carry(
 
 
 def test_a_run_cannot_change_subject(api: APIClient, subject_with_commitment: Subject) -> None:
-    Subject.objects.create(ref="acct_other")
+    create_subject(ref="acct_other", actor=Actor.system("test"), reason="Another subject.")
     assert post(api, snapshot_body(subject=SUBJECT)).status_code == 201
     response = post(api, snapshot_body(subject="acct_other"))
     assert (response.status_code, response.json()["code"]) == (409, "subject_mismatch")

@@ -11,8 +11,8 @@ import pytest
 from playwright.sync_api import expect
 
 from ledger.actions.agents import create_agent
-from ledger.actions.memories import SourceInput
-from ledger.actions.tracking import save_tracked
+from ledger.actions.sources import SourceInput
+from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.models import Erasure, Memory, Subject
 from tests.conftest import ARTIFACTS, SUBJECT, body, sign_in
@@ -25,9 +25,9 @@ NAME = "Dana Whitfield"
 @pytest.fixture
 def dana(make_person, remember) -> Subject:
     make_person("dana", subject=SUBJECT)
-    subject = Subject.objects.get(ref=SUBJECT)
-    subject.display_name = NAME
-    save_tracked(subject, actor=Actor.system("test"), reason="Named.")
+    subject = set_display_name(
+        subject=Subject.objects.get(ref=SUBJECT), display_name=NAME, actor=Actor.system("test")
+    )
     remember("Closed the March books two days late.", kind="episode")
     remember("Works from the Lisbon office.", kind="account_fact")
     remember(

@@ -11,7 +11,8 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from ledger.actions.memories import SourceInput, correct_memory
+from ledger.actions.lifecycle import correct_memory
+from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Policy, Subject
 from tests.conftest import PASSWORD, SUBJECT, body

@@ -7,7 +7,8 @@ from datetime import timedelta
 import pytest
 from rest_framework.test import APIClient
 
-from ledger.actions.tracking import save_tracked
+from ledger.actions.policy import change_policy
+from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Policy, Source, Subject, WriteDecision
 from tests.conftest import SUBJECT, body
@@ -154,17 +155,17 @@ def test_system_of_record_key_is_refused(api: APIClient) -> None:
 
 
 def test_system_of_record_list_is_the_admins_to_change(api: APIClient) -> None:
-    policy = Policy.current()
-    policy.system_of_record_keys = ["contact.channel"]
-    save_tracked(policy, actor=Actor.system("test"), reason="test")
+    change_policy(
+        actor=Actor.system("test"), reason="test", system_of_record_keys=["contact.channel"]
+    )
     assert post(api, body()).json()["code"] == "system_of_record"
 
 
 def test_paused_subject_refuses_writes(api: APIClient, make_person) -> None:
     make_person("dana", subject=SUBJECT)
-    subject = Subject.objects.get(ref=SUBJECT)
-    subject.memory_paused = True
-    save_tracked(subject, actor=Actor.system("test"), reason="test")
+    set_memory_paused(
+        subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"), paused=True
+    )
     response = post(api, body())
     assert response.status_code == 423
     assert response.json()["code"] == "memory_paused"
@@ -172,9 +173,7 @@ def test_paused_subject_refuses_writes(api: APIClient, make_person) -> None:
 
 
 def test_subject_at_its_cap_refuses_new_memories(api: APIClient) -> None:
-    policy = Policy.current()
-    policy.subject_active_cap = 2
-    save_tracked(policy, actor=Actor.system("test"), reason="test")
+    change_policy(actor=Actor.system("test"), reason="test", subject_active_cap=2)
     for n in range(2):
         assert post(api, body(statement=f"Fact number {n}.", key=f"k.{n}")).status_code == 201
     response = post(api, body(statement="One too many.", key="k.3"))

@@ -21,8 +21,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from ledger.actions.memories import refresh_conflict
-from ledger.actions.tracking import save_tracked
+from ledger.actions._tracking import save_tracked
+from ledger.actions.slots import refresh_conflict
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory
 
@@ -49,10 +49,9 @@ def expire_due(
     max_batches: int | None = None,
 ) -> ExpiryRun:
     """Expire everything due at ``now``, batch by batch, up to ``max_batches`` batches."""
-    conf = settings.MEMORYADMIN
     now = now or timezone.now()
-    size = batch_size or int(conf["EXPIRY_BATCH_SIZE"])
-    limit = max_batches or int(conf["EXPIRY_MAX_BATCHES"])
+    size = batch_size or settings.MEMORYADMIN_EXPIRY_BATCH_SIZE
+    limit = max_batches or settings.MEMORYADMIN_EXPIRY_MAX_BATCHES
     run = ExpiryRun()
     batches = 0
     for field, expire_batch in (

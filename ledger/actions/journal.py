@@ -8,55 +8,16 @@ world, never by retrying blindly.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ledger.actions._tracking import save_tracked
 from ledger.actions.runs import RunOfAnotherAgent, start_run
-from ledger.actions.tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Run
-from ledger.policy import Refusal
-
-State = JournalEntry.State
-# The only moves a journal entry may make. Done and not_done are final.
-MOVES: dict[str, tuple[str, ...]] = {
-    State.INTENDED: (State.DONE, State.NOT_DONE, State.UNKNOWN),
-    State.UNKNOWN: (State.DONE, State.NOT_DONE),
-    State.DONE: (),
-    State.NOT_DONE: (),
-}
-
-
-def allowed_moves(state: str) -> tuple[str, ...]:
-    return MOVES.get(state, ())
-
-
-def refuse_move(current: str, target: str) -> None:
-    allowed = allowed_moves(current)
-    if target in allowed:
-        return
-    if allowed:
-        choices = " or ".join(allowed)
-        detail = (
-            f"A journal entry cannot move from {current} to {target}; "
-            f"from {current} it may move to {choices}."
-        )
-    else:
-        detail = (
-            f"A journal entry cannot move from {current} to {target}: "
-            f"{current} is final and allows no further move."
-        )
-    raise Refusal("journal_move_refused", detail, status=409)
-
-
-def stale_intent_cutoff(now: datetime | None = None) -> datetime:
-    """Intents older than this never reported back and must be checked against the world."""
-    minutes = settings.MEMORYADMIN["JOURNAL_INTENDED_STALE_MINUTES"]
-    return (now or timezone.now()) - timedelta(minutes=minutes)
+from ledger.policy import Refusal, refuse_journal_move
 
 
 def run_for_agent(*, ref: str, agent: Agent) -> Run | None:
@@ -122,7 +83,7 @@ def record_outcome(
         )
         if entry is None:
             raise Refusal("not_found", "No journal entry of yours has this key.", status=404)
-        refuse_move(entry.state, state)
+        refuse_journal_move(entry.state, state)
         previous = entry.state
         entry.state = state
         entry.updated_at = timezone.now()

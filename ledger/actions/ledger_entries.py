@@ -12,73 +12,12 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from ledger.actions.memories import SourceInput, _add_source_row, _run_for
-from ledger.actions.tracking import save_tracked
+from ledger import policy
+from ledger.actions._tracking import save_tracked
+from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actors import Actor
-from ledger.models import Agent, LedgerEntry, Source, Subject
-from ledger.policy import Refusal
-
-FACT_MAX = 2000
-# Sources that name where a fact was verified. An operator's say-so is not evidence.
-NAMED_SOURCE_KINDS = (Source.Kind.USER_MESSAGE, Source.Kind.TOOL_RESULT, Source.Kind.IMPORT)
-# Only the person can agree to a proposal, so only their message can promote one.
-AGREEMENT_SOURCE_KINDS = (Source.Kind.USER_MESSAGE,)
-
-
-# How each kind must be read, wherever an entry is shown: to an agent or to a person.
-KIND_LABELS = {
-    LedgerEntry.Kind.ESTABLISHED: "Established: verified against the named source.",
-    LedgerEntry.Kind.INTERPRETATION: "Interpretation: the agent's own inference, not verified.",
-    LedgerEntry.Kind.PROPOSAL: "Proposal: not agreed. Do not act on it as if it were agreed.",
-    LedgerEntry.Kind.COMMITMENT: "Commitment: agreed; a constraint on future actions.",
-}
-
-
-def effective_status(entry: LedgerEntry, now: datetime) -> str:
-    """An active entry past its expiry is expired now, whether or not the sweep has run."""
-    if entry.status == LedgerEntry.Status.ACTIVE and entry.expires_at and entry.expires_at <= now:
-        return LedgerEntry.Status.EXPIRED
-    return entry.status
-
-
-def refuse_unnamed_establishment(*, kind: str, source: SourceInput) -> None:
-    if kind != LedgerEntry.Kind.ESTABLISHED:
-        return
-    if source.kind not in NAMED_SOURCE_KINDS or not source.ref.strip():
-        raise Refusal(
-            "established_needs_named_source",
-            "An established fact needs a named source: a message from the person, a tool "
-            "result or an import, with its reference. Record it as an interpretation instead.",
-        )
-
-
-def refuse_if_not_current(entry: LedgerEntry, verb: str) -> None:
-    if entry.status != LedgerEntry.Status.ACTIVE:
-        raise Refusal(
-            f"ledger_entry_{entry.status}",
-            f"This entry is {entry.status}; only an active entry can be {verb}.",
-            status=409,
-        )
-
-
-def refuse_if_immutable(entry: LedgerEntry, verb: str) -> None:
-    if entry.immutable:
-        raise Refusal(
-            "ledger_entry_immutable",
-            f"This entry is immutable and cannot be {verb}: supersede it with a new entry "
-            f"(POST /api/v1/ledger/{entry.pk}/supersede).",
-            status=409,
-        )
-
-
-def refuse_if_stale(entry: LedgerEntry, now: datetime, verb: str) -> None:
-    if entry.expires_at is not None and entry.expires_at <= now:
-        raise Refusal(
-            "ledger_entry_expired",
-            f"This entry stopped being true at {entry.expires_at.isoformat()}; "
-            f"an expired entry cannot be {verb}. Supersede it with a current one.",
-            status=409,
-        )
+from ledger.models import Agent, LedgerEntry, Subject
+from ledger.policy import LedgerMove, Refusal
 
 
 def record_ledger_entry(
@@ -94,18 +33,18 @@ def record_ledger_entry(
     immutable: bool = False,
 ) -> LedgerEntry:
     """Record one entry, verbatim, with its source."""
-    refuse_unnamed_establishment(kind=kind, source=source)
+    policy.refuse_unnamed_establishment(kind=kind, source_kind=source.kind, source_ref=source.ref)
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():
         entry = LedgerEntry(
             subject=subject,
-            run=_run_for(run_ref, agent=agent, subject=subject),
+            run=run_for(run_ref, agent=agent, subject=subject),
             agent=agent,
             key=key,
             fact=fact,
             kind=kind,
-            source=_add_source_row(data=source, agent=agent, subject=subject, now=now, actor=actor),
+            source=add_source(data=source, agent=agent, subject=subject, now=now, actor=actor),
             immutable=immutable,
             expires_at=expires_at,
             recorded_at=now,
@@ -126,21 +65,11 @@ def promote_ledger_entry(
     now = timezone.now()
     with transaction.atomic():
         locked = _locked(entry)
-        if locked.kind != LedgerEntry.Kind.PROPOSAL:
-            raise Refusal(
-                "not_a_proposal",
-                f"Only a proposal can be promoted; this entry is a {locked.kind}.",
-                status=409,
-            )
-        refuse_if_not_current(locked, "promoted")
-        refuse_if_stale(locked, now, "promoted")
-        if source.kind not in AGREEMENT_SOURCE_KINDS:
-            raise Refusal(
-                "agreement_needs_person",
-                "A proposal becomes a commitment only with the person's agreement: give the "
-                "source as their message (kind 'user_message').",
-            )
-        locked.promotion_source = _add_source_row(
+        policy.refuse_unless_proposal(locked.kind)
+        policy.refuse_ledger_move(locked.status, LedgerMove.PROMOTE)
+        policy.refuse_if_stale(locked, now, "promoted")
+        policy.refuse_unagreed_promotion(source.kind)
+        locked.promotion_source = add_source(
             data=source, agent=agent, subject=locked.subject, now=now, actor=actor
         )
         locked.kind = LedgerEntry.Kind.COMMITMENT
@@ -172,12 +101,7 @@ def supersede_ledger_entry(
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         old = _locked(entry)
-        if old.status not in (LedgerEntry.Status.ACTIVE, LedgerEntry.Status.EXPIRED):
-            raise Refusal(
-                f"ledger_entry_{old.status}",
-                f"This entry is {old.status}; only an active or expired entry can be superseded.",
-                status=409,
-            )
+        policy.refuse_ledger_move(old.status, LedgerMove.SUPERSEDE)
         if old.kind == LedgerEntry.Kind.PROPOSAL and kind == LedgerEntry.Kind.COMMITMENT:
             raise Refusal(
                 "use_promote",
@@ -225,10 +149,10 @@ def edit_ledger_entry(
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
-        refuse_if_immutable(locked, "edited")
-        refuse_if_not_current(locked, "edited")
+        policy.refuse_if_immutable(locked, "edited")
+        policy.refuse_ledger_move(locked.status, LedgerMove.EDIT)
         # Past its date it is no longer in force: extending it in place would revive it.
-        refuse_if_stale(locked, timezone.now(), "edited")
+        policy.refuse_if_stale(locked, timezone.now(), "edited")
         if fact is not None and locked.kind == LedgerEntry.Kind.ESTABLISHED:
             # Its source verified the old text, not a new one: a new fact needs its own source.
             raise Refusal(
@@ -261,13 +185,8 @@ def withdraw_ledger_entry(*, entry: LedgerEntry, agent: Agent, reason: str) -> L
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
-        refuse_if_immutable(locked, "withdrawn")
-        if locked.status not in (LedgerEntry.Status.ACTIVE, LedgerEntry.Status.EXPIRED):
-            raise Refusal(
-                f"ledger_entry_{locked.status}",
-                f"This entry is already {locked.status}.",
-                status=409,
-            )
+        policy.refuse_if_immutable(locked, "withdrawn")
+        policy.refuse_ledger_move(locked.status, LedgerMove.WITHDRAW)
         locked.status = LedgerEntry.Status.WITHDRAWN
         save_tracked(
             locked,

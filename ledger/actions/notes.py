@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import transaction
 from django.utils import timezone
 
-from ledger.actions.tracking import save_tracked
+from ledger.actions._tracking import delete_tracked, save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Run, RunNote
 from ledger.policy import Refusal
@@ -45,10 +43,4 @@ def delete_note(*, run: Run, agent: Agent, key: str) -> None:
         note = RunNote.objects.select_for_update().filter(run=run, key=key).first()
         if note is None:
             raise Refusal("not_found", f"This run has no note '{key}'.", status=404)
-        # The history row of a delete is stamped the same way save_tracked stamps a save.
-        actor = Actor.for_agent(agent)
-        attrs: Any = note
-        attrs._history_actor = actor.label
-        attrs._history_user = actor.user
-        attrs._change_reason = "Note deleted."
-        note.delete()
+        delete_tracked(note, actor=Actor.for_agent(agent), reason="Note deleted.")

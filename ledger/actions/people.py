@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import User
 from django.db import transaction
 
-from ledger.actions.tracking import save_tracked
+from ledger import access
+from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Subject
-from ledger.querysets import ADMIN_GROUP, SUPPORT_GROUP
 
-ROLES = ("user", SUPPORT_GROUP, ADMIN_GROUP)
+ROLES = tuple(role.value for role in access.Role)
 
 
 def create_person(
@@ -30,11 +30,10 @@ def create_person(
         user, _ = User.objects.get_or_create(username=username)
         user.set_password(password)
         user.email = email or user.email
-        user.is_staff = role == ADMIN_GROUP
+        user.is_staff = role == access.Role.ADMIN
         user.save()
-        # get_or_create: the role's group is made by a migration, but may have been flushed.
-        groups = [] if role == "user" else [Group.objects.get_or_create(name=role)[0]]
-        user.groups.set(groups)
+        user.groups.set(access.groups_for(access.Role(role)))
+        access.forget_role(user)
         if subject_ref:
             subject = Subject.objects.filter(ref=subject_ref).first() or Subject(ref=subject_ref)
             subject.owner = user

@@ -16,14 +16,15 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.mail import EmailMessage, mailers
 from django.db import transaction
-from django.db.models import Exists, F, OuterRef, Q, QuerySet
+from django.db.models import Exists, F, OuterRef, Q
 from django.db.models.functions import TruncDate
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 
+from ledger import access
 from ledger.models import Memory, Reminder
-from ledger.querysets import SUPPORT_GROUP, MemoryQuerySet
+from ledger.querysets import MemoryQuerySet
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ class DigestNotSent(Exception):
 def create_due_reminders(*, now: datetime | None = None) -> int:
     """Create the reminders that have become due; returns how many memories got one."""
     now = now or timezone.now()
-    soon = now + timedelta(days=int(settings.MEMORYADMIN["EXPIRING_SOON_DAYS"]))
+    soon = now + timedelta(days=settings.MEMORYADMIN_EXPIRING_SOON_DAYS)
     return _remind(
         Memory.objects.due_for_review(now), kind=Reminder.Kind.REVIEW, due_field="review_at"
     ) + _remind(
@@ -104,7 +105,7 @@ def send_digests(*, now: datetime | None = None) -> int:
     reminders on the page; they are simply not e-mailed.
     """
     now = now or timezone.now()
-    support = list(_support_people())
+    support = list(access.support_people())
     # An owner's reminder goes to the subject's owner as they are now: someone who no longer
     # owns it must not be mailed its memories.
     deliverable = Q(
@@ -150,22 +151,13 @@ def send_digests(*, now: datetime | None = None) -> int:
     return sent
 
 
-def _support_people() -> QuerySet[User]:
-    return (
-        User.objects.filter(groups__name=SUPPORT_GROUP, is_active=True)
-        .exclude(email="")
-        .order_by("pk")
-        .distinct()
-    )
-
-
 def _digest(person: User, reminders: list[Reminder]) -> EmailMessage:
     context = {
         "person": person,
         "review": [r for r in reminders if r.kind == Reminder.Kind.REVIEW],
         "expiring": [r for r in reminders if r.kind == Reminder.Kind.EXPIRING],
         "count": len(reminders),
-        "reminders_url": settings.MEMORYADMIN["SITE_URL"] + reverse("reminders"),
+        "reminders_url": settings.MEMORYADMIN_SITE_URL + reverse("reminders"),
     }
     subject = " ".join(
         render_to_string("ledger/email/reminder_digest_subject.txt", context).split()

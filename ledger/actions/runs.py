@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from ledger.actions.tracking import save_tracked
+from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Run, Subject
 from ledger.policy import Refusal

@@ -12,7 +12,7 @@ from django.utils import timezone
 from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.models import Agent, LedgerEntry, Run, Snapshot, Subject
 from ledger.policy import Refusal
-from ledger.snapshots import check_document
+from ledger.snapshots.checks import check_document
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def store_snapshot(*, run_ref: str, agent: Agent, data: SnapshotInput) -> Snapsh
 def _subject(ref: str | None) -> Subject | None:
     if ref is None:
         return None
-    subject = Subject.objects.filter(ref=ref).first()
+    subject: Subject | None = Subject.objects.filter(ref=ref).first()
     if subject is None:
         raise Refusal("unknown_subject", f"No subject '{ref}'.", status=400)
     return subject

@@ -11,7 +11,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from ledger.actions.agents import hash_key, split_key
+from ledger.keys import hash_key, split_key
 from ledger.models import Agent, Run
 
 

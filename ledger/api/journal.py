@@ -20,14 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ledger.actions.journal import (
-    UNSET,
-    allowed_moves,
-    journal_intent,
-    record_outcome,
-    run_for_agent,
-    stale_intent_cutoff,
-)
+from ledger.actions.journal import UNSET, journal_intent, record_outcome, run_for_agent
 from ledger.api.auth import agent_of
 from ledger.api.fields import (
     RefField,
@@ -39,6 +32,7 @@ from ledger.api.fields import (
 from ledger.api.idempotency import idempotent
 from ledger.api.pagination import Cursor
 from ledger.models import JournalEntry, Subject
+from ledger.policy import journal_moves, stale_intent_cutoff
 
 JSON_MAX_BYTES = 64 * 1024
 ACTION_MAX = 200
@@ -141,7 +135,7 @@ class JournalEntrySerializer(serializers.ModelSerializer):
         ]
 
     def get_allowed_moves(self, entry: JournalEntry) -> list[str]:
-        return list(allowed_moves(entry.state))
+        return list(journal_moves(entry.state))
 
     def get_needs_resolution(self, entry: JournalEntry) -> bool:
         return entry.needs_resolution(self.context.get("cutoff") or stale_intent_cutoff())

@@ -17,13 +17,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ledger.actions.ledger_entries import (
-    FACT_MAX,
-    KIND_LABELS,
     edit_ledger_entry,
-    effective_status,
     promote_ledger_entry,
     record_ledger_entry,
-    refuse_if_immutable,
     supersede_ledger_entry,
     withdraw_ledger_entry,
 )
@@ -44,7 +40,9 @@ from ledger.api.serializers import (
     SourceSerializer,
     source_input,
 )
+from ledger.choices import LEDGER_KIND_READINGS
 from ledger.models import LedgerEntry, Subject
+from ledger.policy import refuse_if_immutable
 
 LIST_MAX = 500
 STATUS_FILTERS = LedgerEntry.Status.values
@@ -54,7 +52,9 @@ class FactField(StrictCharField):
     """The fact exactly as sent: inner spacing, numbers and negatives are never touched."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(max_length=FACT_MAX, multiline=True, trim_whitespace=False, **kwargs)
+        super().__init__(
+            max_length=LedgerEntry.FACT_MAX, multiline=True, trim_whitespace=False, **kwargs
+        )
 
     def to_internal_value(self, data: Any) -> str:
         value = super().to_internal_value(data)
@@ -150,19 +150,19 @@ class LedgerEntrySerializer(serializers.ModelSerializer):
         return self.context.get("now") or timezone.now()
 
     def get_status(self, entry: LedgerEntry) -> str:
-        return effective_status(entry, self._now())
+        return entry.status_at(self._now())
 
     def get_in_force(self, entry: LedgerEntry) -> bool:
-        return effective_status(entry, self._now()) == LedgerEntry.Status.ACTIVE
+        return entry.status_at(self._now()) == LedgerEntry.Status.ACTIVE
 
     def get_agreed(self, entry: LedgerEntry) -> bool:
         return entry.kind == LedgerEntry.Kind.COMMITMENT
 
     def get_label(self, entry: LedgerEntry) -> str:
-        return KIND_LABELS[LedgerEntry.Kind(entry.kind)]
+        return LEDGER_KIND_READINGS[LedgerEntry.Kind(entry.kind)]
 
     def get_last_true_at(self, entry: LedgerEntry) -> str | None:
-        if effective_status(entry, self._now()) != LedgerEntry.Status.EXPIRED:
+        if entry.status_at(self._now()) != LedgerEntry.Status.EXPIRED:
             return None
         return serializers.DateTimeField().to_representation(entry.expires_at)
 

@@ -11,7 +11,8 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from ledger.actions.memories import correct_memory, retract_memory, write_memory
+from ledger.actions.gate import write_memory
+from ledger.actions.lifecycle import correct_memory, retract_memory
 from ledger.actors import Actor
 from ledger.api.auth import agent_of
 from ledger.api.idempotency import idempotent

@@ -10,7 +10,8 @@ from typing import Any
 from django.db.models import Count
 from rest_framework import serializers
 
-from ledger.actions.memories import MemoryInput, SourceInput
+from ledger.actions.gate import MemoryInput
+from ledger.actions.sources import SourceInput
 from ledger.api.fields import (
     FutureDateTimeField,
     RefField,

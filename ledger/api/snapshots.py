@@ -34,7 +34,7 @@ from ledger.api.fields import (
 from ledger.api.idempotency import idempotent
 from ledger.api.pagination import Cursor
 from ledger.models import Run, Snapshot, Subject
-from ledger.snapshots import BUDGET_PARTS, STATE_DOCUMENT_SCHEMA
+from ledger.snapshots.schema import BUDGET_PARTS, STATE_DOCUMENT_SCHEMA
 
 DOCUMENT_MAX_BYTES = 256 * 1024
 TOKENS_MAX = 100_000_000
@@ -49,7 +49,7 @@ DOCUMENT_MAX_DEPTH = 32
         "description": "The state document, checked against /api/v1/schemas/state-document.",
     }
 )
-class StateDocumentField(serializers.Field):
+class StateDocumentField(serializers.Field[dict[str, Any], Any, Any, Any]):
     """Any JSON object of bounded size; its contents are judged by the checks, not here."""
 
     def to_internal_value(self, data: Any) -> dict[str, Any]:
@@ -123,7 +123,7 @@ class SnapshotWriteSerializer(StrictSerializer):
         )
 
 
-class ProblemSerializer(serializers.Serializer):
+class ProblemSerializer(serializers.Serializer[dict[str, Any]]):
     check = serializers.ChoiceField(
         choices=["schema", "partition", "monotonic", "commitments", "references"]
     )
@@ -132,14 +132,14 @@ class ProblemSerializer(serializers.Serializer):
     items = serializers.ListField(child=serializers.CharField())
 
 
-class SnapshotResultSerializer(serializers.Serializer):
+class SnapshotResultSerializer(serializers.Serializer[dict[str, Any]]):
     run = serializers.CharField()
     generation = serializers.IntegerField()
     status = serializers.ChoiceField(choices=Snapshot.Status.values)
     problems = ProblemSerializer(many=True)
 
 
-class SnapshotSummarySerializer(serializers.ModelSerializer):
+class SnapshotSummarySerializer(serializers.ModelSerializer[Snapshot]):
     run = serializers.CharField(source="run.ref")
     agent = serializers.CharField(source="agent.name")
     problems = ProblemSerializer(many=True)
@@ -191,7 +191,7 @@ class RunSnapshotsView(APIView):
         description="Every snapshot of a run, accepted and rejected, oldest generation first.",
     )
     def get(self, request: Request, ref: str) -> Response:
-        run = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
+        run: Run | None = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
         if run is None:
             return _not_found()
         paginator = ByGeneration()
@@ -249,7 +249,7 @@ class LatestSnapshotView(APIView):
         description="The accepted snapshot with the highest generation, with its document.",
     )
     def get(self, request: Request, ref: str) -> Response:
-        run = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
+        run: Run | None = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
         if run is None:
             return _not_found()
         snapshot = (

@@ -2,18 +2,19 @@
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Count, Q
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 
+from ledger import access
 from ledger.models import Subject
-from ledger.querysets import is_staff_role
+from ledger.views.http import SignedInRequest
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: SignedInRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
-    staff = is_staff_role(request.user)
+    staff = access.is_staff(request.user)
     visible = Subject.objects.visible_to(request.user)
     if not staff and not query:
         # Most people own exactly one subject: their own page is the dashboard.
@@ -29,5 +30,5 @@ def home(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "ledger/home.html",
-        {"subjects": subjects[:200], "query": query, "staff": staff},
+        {"subjects": subjects[:200], "query": query},
     )

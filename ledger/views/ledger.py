@@ -10,17 +10,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from ledger.actions.ledger_entries import KIND_LABELS, effective_status
+from ledger import access
+from ledger.choices import LEDGER_KIND_READINGS
 from ledger.models import LedgerEntry, Subject
-from ledger.querysets import is_staff_role
+from ledger.querysets import LedgerEntryQuerySet
+from ledger.views.http import SignedInRequest
 
 TEMPLATE = "ledger/subject_ledger.html"
-# The person reads these about themselves; agents and support read KIND_LABELS.
+# The person reads these about themselves; agents and support read LEDGER_KIND_READINGS.
 OWNER_LABELS = {
     LedgerEntry.Kind.COMMITMENT: "Agreed: the assistant has to keep to this.",
     LedgerEntry.Kind.PROPOSAL: "Only proposed. Nothing happens unless you agree to it.",
@@ -43,15 +44,17 @@ class Section:
 
 
 def _rows(
-    entries: QuerySet[LedgerEntry], now: datetime, labels: dict[str, str] = KIND_LABELS
+    entries: LedgerEntryQuerySet,
+    now: datetime,
+    labels: dict[LedgerEntry.Kind, str] = LEDGER_KIND_READINGS,
 ) -> list[Row]:
     related = entries.select_related(
         "run", "agent", "source", "promotion_source", "supersedes", "superseded_by"
     )
-    return [Row(e, labels[e.kind], effective_status(e, now)) for e in related]
+    return [Row(e, labels[LedgerEntry.Kind(e.kind)], e.status_at(now)) for e in related]
 
 
-def staff_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Section]:
+def staff_sections(entries: LedgerEntryQuerySet, now: datetime) -> list[Section]:
     return [
         Section("In force", "in-force", _rows(entries.in_force(now), now), "Nothing in force."),
         Section(
@@ -67,7 +70,7 @@ def staff_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Sectio
     ]
 
 
-def owner_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Section]:
+def owner_sections(entries: LedgerEntryQuerySet, now: datetime) -> list[Section]:
     shown = entries.shown_to_owner(now)
     return [
         Section(
@@ -86,9 +89,9 @@ def owner_sections(entries: QuerySet[LedgerEntry], now: datetime) -> list[Sectio
 
 
 @login_required
-def subject_ledger(request: HttpRequest, ref: str) -> HttpResponse:
+def subject_ledger(request: SignedInRequest, ref: str) -> HttpResponse:
     subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
-    staff = is_staff_role(request.user)
+    staff = access.may_see_ledger_in_full(request.user)
     now = timezone.now()
     entries = LedgerEntry.objects.filter(subject=subject)
     kind = request.GET.get("kind", "")
@@ -98,7 +101,6 @@ def subject_ledger(request: HttpRequest, ref: str) -> HttpResponse:
         kind = ""
     context = {
         "subject": subject,
-        "staff": staff,
         "kind": kind,
         "kinds": LedgerEntry.Kind.values,
         "sections": staff_sections(entries, now) if staff else owner_sections(entries, now),

@@ -9,73 +9,46 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, time
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect, QueryDict
+from django.db.models import F, Prefetch, Window
+from django.db.models.functions import RowNumber
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from ledger import policy
-from ledger.actions.memories import (
+from ledger import access, policy
+from ledger.actions.conflicts import resolve_conflict
+from ledger.actions.lifecycle import (
     confirm_memory,
     correct_memory,
     renew_memory,
-    resolve_conflict,
     restore_memory,
     retract_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, Subject
-from ledger.querysets import is_staff_role
-from ledger.recall import recalls_that_served
-from ledger.views.presenting import KIND_TITLES, Card, card_for, steps, undo_seconds, who
+from ledger.models import Conflict, Memory, RecallItem, Source, Subject
+from ledger.views.cards import Card, CardContext, card_for, open_conflicts
+from ledger.views.forms import (
+    BASIS_FILTERS,
+    STATUS_FILTERS,
+    CorrectionForm,
+    Filters,
+    renew_until,
+)
+from ledger.views.http import SignedInRequest
+from ledger.views.presenting import KIND_TITLES, Names, steps, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
 # Support sees the latest runs about a person; older ones are reached through the ledger.
 RUNS_SHOWN = 20
 # The latest reads of one version on its history page; the API lists them all.
 READS_SHOWN = 50
-STATUS_FILTERS = {
-    "": "Current",
-    "active": "In use",
-    "pending": "Waiting for confirmation",
-    "expired": "Expired",
-    "retracted": "Deleted",
-}
-BASIS_FILTERS = {"": "Anyone", "stated": "Said by the person", "inferred": "Guessed"}
-
-
-@dataclass
-class Filters:
-    q: str = ""
-    kind: str = ""
-    basis: str = ""
-    status: str = ""
-
-    @classmethod
-    def from_data(cls, data: QueryDict) -> Filters:
-        def pick(name: str, allowed: Any) -> str:
-            value = data.get(name, "")
-            return value if value in allowed else ""
-
-        return cls(
-            q=data.get("q", "").strip()[:200],
-            kind=pick("kind", Memory.Kind.values),
-            basis=pick("basis", BASIS_FILTERS),
-            status=pick("status", STATUS_FILTERS),
-        )
-
-    @property
-    def narrowed(self) -> bool:
-        return bool(self.q or self.kind or self.basis or self.status)
 
 
 @dataclass
@@ -92,8 +65,8 @@ class Group:
     cards: list[Card] = field(default_factory=list)
 
 
-def is_own(request: HttpRequest, subject: Subject) -> bool:
-    return subject.owner_id is not None and subject.owner_id == request.user.pk
+def is_own(request: SignedInRequest, subject: Subject) -> bool:
+    return access.acts_for_person(request.user, subject)
 
 
 def subject_url(subject: Subject, anchor: str = "", **params: str) -> str:
@@ -103,38 +76,19 @@ def subject_url(subject: Subject, anchor: str = "", **params: str) -> str:
     return url + (f"#{anchor}" if anchor else "")
 
 
-def _open_conflicts(subject: Subject) -> list[Conflict]:
-    return list(
-        Conflict.objects.open()
-        .filter(subject=subject)
-        .prefetch_related("memories__sources__run", "memories__subject")
-    )
-
-
-def _conflict_map(conflicts: list[Conflict]) -> dict[str, int]:
-    return {
-        str(m.pk): c.pk
-        for c in conflicts
-        for m in c.memories.all()
-        if m.status == Memory.Status.ACTIVE
-    }
-
-
-def describe(request: HttpRequest, memory: Memory) -> Card:
-    return card_for(
-        memory,
+def describe(request: SignedInRequest, memory: Memory) -> Card:
+    context = CardContext.load(
         viewer=request.user,
-        own=is_own(request, memory.subject),
-        open_conflicts=_conflict_map(_open_conflicts(memory.subject)),
+        subject=memory.subject,
+        memories=[memory],
+        conflicts=open_conflicts(memory.subject),
     )
+    return card_for(memory, context)
 
 
-def page_context(request: HttpRequest, subject: Subject, filters: Filters) -> dict[str, Any]:
+def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -> dict[str, Any]:
     """Everything the subject page and its results fragment show, for these filters."""
-    own = is_own(request, subject)
-    now = timezone.now()
-    conflicts = _open_conflicts(subject)
-    conflict_map = _conflict_map(conflicts)
+    conflicts = open_conflicts(subject)
     memories = Memory.objects.for_subject(subject).prefetch_related("sources__run")
     memories = (
         memories.filter(status=filters.status)
@@ -147,22 +101,30 @@ def page_context(request: HttpRequest, subject: Subject, filters: Filters) -> di
         memories = memories.filter(kind=filters.kind)
     if filters.basis:
         memories = memories.filter(basis=filters.basis)
-
-    def card(memory: Memory) -> Card:
-        return card_for(memory, viewer=request.user, own=own, open_conflicts=conflict_map, now=now)
-
-    cards = [card(m) for m in memories.order_by("-written_at", "-pk")]
+    rows = list(memories.order_by("-written_at", "-pk"))
+    contenders = [
+        [m for m in c.memories.all() if m.status == Memory.Status.ACTIVE] for c in conflicts
+    ]
+    context = CardContext.load(
+        viewer=request.user,
+        subject=subject,
+        memories=[*rows, *(m for group in contenders for m in group)],
+        conflicts=conflicts,
+    )
+    cards = [card_for(m, context) for m in rows]
     groups = [Group(kind=kind, title=str(title)) for kind, title in KIND_TITLES.items()]
     for item in cards:
         if item.memory.status != Memory.Status.PENDING:
             next(g for g in groups if g.kind == item.memory.kind).cards.append(item)
     conflict_views = [
-        ConflictView(conflict=c, cards=[card(m) for m in c.memories.all() if m.status == "active"])
-        for c in conflicts
+        ConflictView(conflict=c, cards=[card_for(m, context) for m in group])
+        for c, group in zip(conflicts, contenders, strict=True)
     ]
+    erasures = list(subject.erasures.all())
+    names = Names.for_labels(request.user, [e.erased_by for e in erasures])
     return {
         "subject": subject,
-        "own": own,
+        "own": context.own,
         "filters": filters,
         "kinds": KIND_TITLES,
         "bases": BASIS_FILTERS,
@@ -171,13 +133,13 @@ def page_context(request: HttpRequest, subject: Subject, filters: Filters) -> di
         "groups": [g for g in groups if g.cards],
         "conflicts": [v for v in conflict_views if len(v.cards) > 1],
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
-        "erasures": [(e, who(e.erased_by, viewer=request.user)) for e in subject.erasures.all()],
+        "erasures": [(e, names.who(e.erased_by)) for e in erasures],
         "undo_seconds": undo_seconds(),
     }
 
 
 def _fragment(
-    request: HttpRequest, name: str, memory: Memory, status: int = 200, **extra: Any
+    request: SignedInRequest, name: str, memory: Memory, status: int = 200, **extra: Any
 ) -> HttpResponse:
     context = {
         "subject": memory.subject,
@@ -189,7 +151,7 @@ def _fragment(
     return render(request, f"{TEMPLATE}#{name}", context, status=status)
 
 
-def _visible_memory(request: HttpRequest, pk: Any) -> Memory:
+def _visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
     return get_object_or_404(
         Memory.objects.visible_to(request.user).select_related("subject"), pk=pk
     )
@@ -197,7 +159,7 @@ def _visible_memory(request: HttpRequest, pk: Any) -> Memory:
 
 @login_required
 @require_GET
-def subject_page(request: HttpRequest, ref: str) -> HttpResponse:
+def subject_page(request: SignedInRequest, ref: str) -> HttpResponse:
     subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
     filters = Filters.from_data(request.GET)
     context = page_context(request, subject, filters)
@@ -212,7 +174,7 @@ def subject_page(request: HttpRequest, ref: str) -> HttpResponse:
         value = request.GET.get(param, "")
         found = mine.filter(pk=value).first() if _is_uuid(value) else None
         context[param] = describe(request, found) if found else None
-    if is_staff_role(request.user):
+    if access.may_see_runs(request.user):
         context["runs"] = subject.runs.select_related("agent")[:RUNS_SHOWN]
     return render(request, TEMPLATE, context)
 
@@ -227,41 +189,15 @@ def _is_uuid(value: str) -> bool:
 
 @login_required
 @require_GET
-def memory_card(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _visible_memory(request, pk)
     if not request.htmx:
         return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
     return _fragment(request, "card", memory)
 
 
-class CorrectionForm(forms.Form):
-    statement = forms.CharField(
-        max_length=Memory.STATEMENT_MAX,
-        error_messages={
-            "required": "Write what is right: the statement cannot be empty.",
-            "max_length": "Keep it to one sentence of at most %(limit_value)d characters "
-            "(this one has %(show_value)d).",
-        },
-    )
-    reason = forms.CharField(max_length=500, required=False)
-
-    def __init__(self, *args: Any, reason_required: bool = False, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.fields["reason"].required = reason_required
-        self.fields["reason"].error_messages["required"] = (
-            "Support must say why they change someone's memory."
-        )
-
-    def clean_statement(self) -> str:
-        statement = " ".join(self.cleaned_data["statement"].split())
-        bad = policy.forbidden_character(statement)
-        if bad:
-            raise forms.ValidationError(f"The statement holds an invisible character ({bad}).")
-        return statement
-
-
 @login_required
-def memory_edit(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the inline form. POST: save a correction, which supersedes the old memory."""
     memory = _visible_memory(request, pk)
     own = is_own(request, memory.subject)
@@ -279,7 +215,7 @@ def memory_edit(request: HttpRequest, pk: Any) -> HttpResponse:
     try:
         new = correct_memory(
             memory=memory,
-            actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+            actor=Actor.for_user(request.user),
             statement=form.cleaned_data["statement"],
             reason=form.cleaned_data["reason"] or "the person's own correction",
         )
@@ -295,7 +231,7 @@ def memory_edit(request: HttpRequest, pk: Any) -> HttpResponse:
 
 
 def _refused_edit(
-    request: HttpRequest, memory: Memory, form: CorrectionForm, status: int = 400
+    request: SignedInRequest, memory: Memory, form: CorrectionForm, status: int = 400
 ) -> HttpResponse:
     errors = [e for field_errors in form.errors.values() for e in field_errors]
     if request.htmx:
@@ -319,7 +255,7 @@ def _refused_edit(
 
 
 @login_required
-def memory_delete(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the confirm step. POST: retract; agents stop recalling it at once."""
     memory = _visible_memory(request, pk)
     if request.method == "GET":
@@ -334,7 +270,7 @@ def memory_delete(request: HttpRequest, pk: Any) -> HttpResponse:
     try:
         retract_memory(
             memory=memory,
-            actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+            actor=Actor.for_user(request.user),
             reason="Deleted by the person." if own else "Deleted by support.",
         )
     except policy.Refusal as refusal:
@@ -346,7 +282,7 @@ def memory_delete(request: HttpRequest, pk: Any) -> HttpResponse:
 
 
 def _refused(
-    request: HttpRequest, memory: Memory, fragment: str, refusal: policy.Refusal
+    request: SignedInRequest, memory: Memory, fragment: str, refusal: policy.Refusal
 ) -> HttpResponse:
     """A refusal said in words: inside the fragment for htmx, as a message otherwise."""
     if request.htmx:
@@ -358,12 +294,12 @@ def _refused(
 
 @login_required
 @require_POST
-def memory_undo(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = _visible_memory(request, pk)
     try:
         restored = restore_memory(
             memory=memory,
-            actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+            actor=Actor.for_user(request.user),
             within_seconds=undo_seconds(),
         )
     except policy.Refusal as refusal:
@@ -377,11 +313,11 @@ def memory_undo(request: HttpRequest, pk: Any) -> HttpResponse:
 
 @login_required
 @require_POST
-def memory_answer(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """A person answers the question about a guess: yes confirms it, no deletes it."""
     memory = _visible_memory(request, pk)
     answer = request.POST.get("answer", "")
-    actor = Actor.for_user(request.user)  # type: ignore[arg-type]
+    actor = Actor.for_user(request.user)
     own = is_own(request, memory.subject)
     try:
         if answer == "yes":
@@ -415,21 +351,14 @@ def memory_answer(request: HttpRequest, pk: Any) -> HttpResponse:
 
 @login_required
 @require_POST
-def memory_renew(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Give an expired (or expiring) memory a new life until the chosen day."""
     memory = _visible_memory(request, pk)
     try:
-        # To the end of the chosen day, so the page shows the day the person picked.
-        until = datetime.combine(
-            forms.DateField().clean(request.POST.get("until", "")), time.max, tzinfo=UTC
-        )
-    except forms.ValidationError:
-        refusal = policy.Refusal("date_required", "Choose the day it should last until.", 400)
-        return _refused(request, memory, "card", refusal)
-    try:
+        until = renew_until(request.POST.get("until", ""))
         memory = renew_memory(
             memory=memory,
-            actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+            actor=Actor.for_user(request.user),
             expires_at=until,
             reason="Renewed by the person." if is_own(request, memory.subject) else "By support.",
         )
@@ -441,30 +370,71 @@ def memory_renew(request: HttpRequest, pk: Any) -> HttpResponse:
     return _fragment(request, "card", memory, note="Renewed.", focus=True)
 
 
+def _chain(memory: Memory) -> list[Memory]:
+    """Every version of ``memory``, newest first: what it corrected, and what corrected it.
+
+    Corrections stay within one subject, so its links are read in one light query and
+    walked here, whatever the length of the chain.
+    """
+    links = dict(Memory.objects.for_subject(memory.subject).values_list("pk", "supersedes_id"))
+    following = {old: new for new, old in links.items() if old is not None}
+    first = memory.pk
+    while links.get(first) is not None:
+        first = links[first]
+    ids = [first]
+    while ids[-1] in following:
+        ids.append(following[ids[-1]])
+    sources = Source.objects.select_related("run")
+    rows = Memory.objects.filter(pk__in=ids).prefetch_related(Prefetch("sources", sources))
+    by_id = {m.pk: m for m in rows}
+    return [by_id[pk] for pk in reversed(ids)]
+
+
+def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[RecallItem]]:
+    """The latest recalls of each version, at most ``READS_SHOWN`` each, in one query."""
+    latest = (
+        RecallItem.objects.filter(memory__in=chain)
+        .select_related("recall__agent", "recall__run")
+        .annotate(
+            row=Window(
+                RowNumber(),
+                partition_by=[F("memory_id")],
+                order_by=[F("recall__recalled_at").desc(), F("recall_id").desc()],
+            )
+        )
+        .filter(row__lte=READS_SHOWN)
+        .order_by("memory_id", "row")
+    )
+    reads: dict[uuid.UUID, list[RecallItem]] = {}
+    for item in latest:
+        reads.setdefault(item.memory_id, []).append(item)
+    return reads
+
+
 @login_required
 @require_GET
-def memory_history(request: HttpRequest, pk: Any) -> HttpResponse:
+def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Every version of one memory: the chain of corrections, each with its history."""
     memory = _visible_memory(request, pk)
-    first = memory
-    while first.supersedes_id is not None:
-        first = Memory.objects.get(pk=first.supersedes_id)
-    chain = [first]
-    while (following := Memory.objects.filter(supersedes=chain[-1]).first()) is not None:
-        chain.append(following)
-    staff = is_staff_role(request.user)
+    chain = _chain(memory)
+    history = list(
+        Memory.history.filter(id__in=[m.pk for m in chain]).order_by(  # type: ignore[attr-defined]
+            "history_date", "history_id"
+        )
+    )
+    names = Names.for_labels(request.user, [row.history_actor for row in history])
+    staff = access.is_staff(request.user)
+    # Support traces a complaint: where each version came from and which runs read it.
+    reads = _latest_reads(chain) if staff else {}
     versions = [
         {
             "memory": m,
-            "steps": steps(m, viewer=request.user),
+            "steps": steps([row for row in history if row.id == m.pk], names=names),
             "current": m.pk == memory.pk,
-            # Support traces a complaint: where each version came from and which runs read it.
-            "sources": m.sources.select_related("run") if staff else (),
-            "reads": recalls_that_served(m).select_related("agent", "run")[:READS_SHOWN]
-            if staff
-            else (),
+            "sources": m.sources.all() if staff else (),
+            "reads": reads.get(m.pk, []),
         }
-        for m in reversed(chain)
+        for m in chain
     ]
     return render(
         request,
@@ -480,7 +450,7 @@ def memory_history(request: HttpRequest, pk: Any) -> HttpResponse:
 
 @login_required
 @require_POST
-def conflict_resolve(request: HttpRequest, pk: int) -> HttpResponse:
+def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
     """Pick one of the statements that disagree, or write the right one."""
     conflict = get_object_or_404(
         Conflict.objects.visible_to(request.user).select_related("subject"), pk=pk
@@ -501,7 +471,7 @@ def conflict_resolve(request: HttpRequest, pk: int) -> HttpResponse:
     try:
         kept = resolve_conflict(
             conflict=conflict,
-            actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+            actor=Actor.for_user(request.user),
             keep=keep,
             statement=statement or None,
         )
@@ -517,20 +487,23 @@ def conflict_resolve(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 def _conflict_refused(
-    request: HttpRequest, conflict: Conflict, detail: str, status: int = 400
+    request: SignedInRequest, conflict: Conflict, detail: str, status: int = 400
 ) -> HttpResponse:
     if not request.htmx:
         messages.error(request, detail)
         return HttpResponseRedirect(subject_url(conflict.subject, f"conflict-{conflict.pk}"))
-    own = is_own(request, conflict.subject)
-    cmap = _conflict_map([conflict])
+    contenders = list(
+        conflict.memories.filter(status=Memory.Status.ACTIVE).prefetch_related("sources__run")
+    )
+    context = CardContext.load(
+        viewer=request.user,
+        subject=conflict.subject,
+        memories=contenders,
+        conflicts=open_conflicts(conflict.subject),
+    )
+    own = context.own
     view = ConflictView(
-        conflict=conflict,
-        cards=[
-            card_for(m, viewer=request.user, own=own, open_conflicts=cmap)
-            for m in conflict.memories.filter(status=Memory.Status.ACTIVE)
-        ],
-        error=detail,
+        conflict=conflict, cards=[card_for(m, context) for m in contenders], error=detail
     )
     return render(
         request,

@@ -1,21 +1,23 @@
-"""Plain-words descriptions of memories for people: who said it, where from, how long.
+"""Plain-words descriptions of memories for people: who said it, where from, who changed it.
 
-Pure functions over rows already loaded; the pages and fragments share them.
+Pure functions over rows already loaded; the pages and fragments share them. Who is staff
+is looked up once per page (``Names``), never once per row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth.models import User
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
 
+from ledger import access
+from ledger.choices import StatedBy
 from ledger.models import Memory, Source
-from ledger.querysets import is_staff_role
 
 KIND_TITLES = {
     Memory.Kind.PREFERENCE: "Preferences",
@@ -25,11 +27,11 @@ KIND_TITLES = {
 
 
 def expiring_soon_days() -> int:
-    return int(settings.MEMORYADMIN.get("EXPIRING_SOON_DAYS", 14))
+    return settings.MEMORYADMIN_EXPIRING_SOON_DAYS
 
 
 def undo_seconds() -> int:
-    return int(settings.MEMORYADMIN.get("UNDO_SECONDS", 30))
+    return settings.MEMORYADMIN_UNDO_SECONDS
 
 
 def day(value: datetime, now: datetime | None = None) -> str:
@@ -44,9 +46,9 @@ def day(value: datetime, now: datetime | None = None) -> str:
 def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
     if memory.basis == Memory.Basis.INFERRED:
         return "The assistant guessed this"
-    if memory.stated_by == "confirmation":
+    if memory.stated_by == StatedBy.CONFIRMATION:
         return "You confirmed this" if own else "Confirmed by the person"
-    if memory.stated_by == "correction":
+    if memory.stated_by == StatedBy.CORRECTION:
         if created_by_viewer:
             return "You corrected this"
         return "Corrected by support" if own else "Corrected by a person"
@@ -72,92 +74,38 @@ def origin(source: Source | None, *, own: bool, now: datetime | None = None) -> 
             return f"from an earlier memory store, imported on {when}"
 
 
-@dataclass
-class Card:
-    """One memory as the subject page shows it."""
-
-    memory: Memory
-    said: str
-    written: str
-    excerpt: str
-    expiry: str
-    badges: list[tuple[str, str]] = field(default_factory=list)
-    conflict_id: int | None = None
-    expired: bool = False
-    actionable: bool = True
-
-
-def card_for(
-    memory: Memory,
-    *,
-    viewer: Any,
-    own: bool,
-    open_conflicts: dict[str, int],
-    now: datetime | None = None,
-) -> Card:
-    """Describe ``memory``; ``open_conflicts`` maps memory ids to their open conflict."""
-    now = now or timezone.now()
-    sources = list(memory.sources.all())
-    first = sources[0] if sources else None
-    created_by_viewer = False
-    if memory.stated_by == "correction":
-        created = memory.history.order_by("history_date", "history_id").first()
-        created_by_viewer = created is not None and created.history_actor == (
-            f"user:{viewer.get_username()}"
-        )
-    expired = memory.status == Memory.Status.EXPIRED or (
-        memory.expires_at is not None and memory.expires_at <= now
-    )
-    if memory.expires_at is None:
-        expiry = "Does not expire."
-    elif expired:
-        expiry = f"Expired on {day(memory.expires_at, now)}."
-    else:
-        expiry = f"Expires on {day(memory.expires_at, now)}."
-    badges: list[tuple[str, str]] = []
-    if memory.status == Memory.Status.PENDING:
-        badges.append(("pending", "waiting for confirmation"))
-    conflict_id = open_conflicts.get(str(memory.pk))
-    if conflict_id is not None:
-        badges.append(("conflict", "conflicting"))
-    if expired:
-        badges.append(("expired", f"expired on {day(memory.expires_at or now, now)}"))
-    elif memory.expires_at is not None and memory.expires_at <= now + timedelta(
-        days=expiring_soon_days()
-    ):
-        badges.append(("expiring", "expiring soon"))
-    if memory.status == Memory.Status.RETRACTED:
-        badges.append(("retracted", "deleted"))
-    return Card(
-        memory=memory,
-        said=said_label(memory, own=own, created_by_viewer=created_by_viewer),
-        written=f"Written {origin(first, own=own, now=now)}.",
-        excerpt=next((s.excerpt for s in sources if s.excerpt), ""),
-        expiry=expiry,
-        badges=badges,
-        conflict_id=conflict_id,
-        expired=expired,
-        actionable=memory.status in (*Memory.LIVE, Memory.Status.EXPIRED),
-    )
-
-
-def who(label: str, *, viewer: Any) -> str:
-    """A history actor ('user:dana', 'agent:x', 'system:expiry') in words for ``viewer``."""
+def _username(label: str) -> str | None:
     kind, _, name = label.partition(":")
-    if kind == "user":
-        if name == viewer.get_username():
-            return "you"
-        person = User.objects.filter(username=name).first()
-        if person is not None and is_staff_role(person):
-            return f"support ({name})"
-        return name
-    if kind == "agent":
-        return f"the assistant ({name})"
-    if kind == "system" and name == "expiry":
-        return "the expiry task"
-    if kind == "system":
-        return f"the system ({name})"
-    return label or "someone unrecorded"
+    return name if kind == "user" else None
+
+
+@dataclass(frozen=True)
+class Names:
+    """Who acted, in words for one viewer: history actors ('user:dana', 'agent:x',
+    'system:expiry') become 'you', 'support (sam)', 'the assistant (x)'."""
+
+    viewer: str
+    staff: frozenset[str]
+
+    @classmethod
+    def for_labels(cls, viewer: access.Person, labels: Iterable[str]) -> Names:
+        """Names for these labels, looking up in one query which people are staff."""
+        people = {name for label in labels if (name := _username(label))}
+        return cls(viewer.get_username(), frozenset(access.staff_usernames(people)))
+
+    def who(self, label: str) -> str:
+        kind, _, name = label.partition(":")
+        if kind == "user":
+            if name == self.viewer:
+                return "you"
+            return f"support ({name})" if name in self.staff else name
+        if kind == "agent":
+            return f"the assistant ({name})"
+        if kind == "system" and name == "expiry":
+            return "the expiry task"
+        if kind == "system":
+            return f"the system ({name})"
+        return label or "someone unrecorded"
 
 
 STATUS_CHANGES = {
@@ -178,11 +126,11 @@ class Step:
     why: str
 
 
-def steps(memory: Memory, *, viewer: Any) -> list[Step]:
-    """Every history row of one memory, oldest first, with what changed in words."""
+def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
+    """One memory's history rows, oldest first, with what changed in words."""
     out: list[Step] = []
     previous = None
-    for row in memory.history.order_by("history_date", "history_id"):
+    for row in rows:
         if previous is None:
             what = f"Written ({STATUS_CHANGES.get(row.status, row.status).lower()})"
         elif row.status != previous.status:
@@ -199,7 +147,7 @@ def steps(memory: Memory, *, viewer: Any) -> list[Step]:
             Step(
                 at=row.history_date,
                 what=what,
-                who=who(row.history_actor, viewer=viewer),
+                who=names.who(row.history_actor),
                 why=row.history_change_reason or "",
             )
         )

@@ -2,17 +2,17 @@
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from ledger.actions.reminders import mark_read
 from ledger.models import Reminder
-from ledger.querysets import is_staff_role
+from ledger.views.http import SignedInRequest
 
 
 @login_required
-def reminders(request: HttpRequest) -> HttpResponse:
+def reminders(request: SignedInRequest) -> HttpResponse:
     rows = (
         Reminder.objects.for_person(request.user)
         .actionable()
@@ -25,14 +25,13 @@ def reminders(request: HttpRequest) -> HttpResponse:
         {
             "mine": [r for r in rows if r.audience == Reminder.Audience.OWNER],
             "queue": [r for r in rows if r.audience == Reminder.Audience.SUPPORT],
-            "staff": is_staff_role(request.user),
         },
     )
 
 
 @login_required
 @require_POST
-def reminder_read(request: HttpRequest, pk: int) -> HttpResponse:
+def reminder_read(request: SignedInRequest, pk: int) -> HttpResponse:
     # Someone else's reminder is a 404, exactly like one that does not exist.
     reminder = get_object_or_404(Reminder.objects.for_person(request.user).actionable(), pk=pk)
     mark_read(reminder=reminder)

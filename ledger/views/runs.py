@@ -7,20 +7,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
-from ledger.actions.journal import allowed_moves, stale_intent_cutoff
+from ledger import access
 from ledger.models import JournalEntry, Run, RunNote
-from ledger.querysets import is_staff_role
+from ledger.policy import journal_moves, stale_intent_cutoff
+from ledger.views.http import SignedInRequest
 
 HISTORY_SHOWN = 100
 
 
-def staff_run(request: HttpRequest, ref: str) -> Run:
+def staff_run(request: SignedInRequest, ref: str) -> Run:
     """Runs are agents' working state: only support and admins see them; others get a 404."""
-    if not is_staff_role(request.user):
+    if not access.may_see_runs(request.user):
         raise Http404
     return get_object_or_404(Run.objects.select_related("agent", "subject"), ref=ref)
 
@@ -44,7 +45,7 @@ class JournalRow:
 
 
 @login_required
-def run_journal(request: HttpRequest, ref: str) -> HttpResponse:
+def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
     cutoff = stale_intent_cutoff(timezone.now())
     only_unresolved = request.GET.get("needs_resolution") == "1"
@@ -58,7 +59,7 @@ def run_journal(request: HttpRequest, ref: str) -> HttpResponse:
             effect=pretty(e.effect),
             verification=pretty(e.verification),
             stale_intent=e.is_stale_intent(cutoff),
-            moves=allowed_moves(e.state),
+            moves=journal_moves(e.state),
         )
         for e in entries
     ]
@@ -73,7 +74,7 @@ def run_journal(request: HttpRequest, ref: str) -> HttpResponse:
 
 
 @login_required
-def run_notes(request: HttpRequest, ref: str) -> HttpResponse:
+def run_notes(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
     earlier = RunNote.history.filter(run_id=run.pk).order_by("-history_date", "-history_id")
     return render(

@@ -7,17 +7,19 @@ across subjects, so anyone else gets the same 404 as for a run that does not exi
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from ledger.models import Snapshot
-from ledger.snapshots import BUDGET_PARTS, DocumentCounts, count_document, diff_documents
+from ledger.snapshots.diff import DocumentCounts, count_document, diff_documents
+from ledger.snapshots.schema import BUDGET_PARTS
+from ledger.views.http import SignedInRequest
 from ledger.views.runs import staff_run
 
 # Okabe–Ito colours: told apart with the common kinds of colour blindness.
@@ -157,7 +159,7 @@ class Generation:
 
 
 @login_required
-def timeline(request: HttpRequest, ref: str) -> HttpResponse:
+def timeline(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
     snapshots = list(run.snapshots.select_related("agent").order_by("generation"))
     generations = [
@@ -195,16 +197,20 @@ class DiffForm(forms.Form):
         choices = [
             (str(s.generation), f"{s.generation} ({s.get_status_display()})") for s in generations
         ]
-        self.fields["a"].choices = choices
-        self.fields["b"].choices = choices
+        for name in ("a", "b"):
+            field = self.fields[name]
+            assert isinstance(field, forms.ChoiceField)
+            field.choices = choices
 
 
 @login_required
-def diff(request: HttpRequest, ref: str) -> HttpResponse:
+def diff(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
     snapshots = {s.generation: s for s in run.snapshots.order_by("generation")}
     ordered = list(snapshots.values())
-    data = request.GET if ("a" in request.GET or "b" in request.GET) else None
+    data: Mapping[str, str] | None = (
+        request.GET if ("a" in request.GET or "b" in request.GET) else None
+    )
     if data is None and len(ordered) >= 2:
         data = {"a": str(ordered[-2].generation), "b": str(ordered[-1].generation)}
     form = DiffForm(data, generations=ordered)
@@ -221,6 +227,6 @@ def diff(request: HttpRequest, ref: str) -> HttpResponse:
     elif data is not None:
         status = 400
     template = "ledger/snapshot_diff.html"
-    if request.htmx:  # type: ignore[attr-defined]
+    if request.htmx:
         template += "#result"
     return render(request, template, context, status=status)

@@ -6,32 +6,34 @@ import json
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from ledger.actions.subjects import erase_subject, set_memory_paused
+from ledger.actions.erasure import erase_subject
+from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
 from ledger.exports import export_subject
 from ledger.models import Subject
+from ledger.views.http import SignedInRequest
 from ledger.views.memories import TEMPLATE, is_own, subject_url
 
 
-def _visible_subject(request: HttpRequest, ref: str) -> Subject:
+def _visible_subject(request: SignedInRequest, ref: str) -> Subject:
     return get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
 
 
 @login_required
 @require_POST
-def subject_pause(request: HttpRequest, ref: str) -> HttpResponse:
+def subject_pause(request: SignedInRequest, ref: str) -> HttpResponse:
     """The one switch: ``paused=on`` stops every new write about the subject."""
     subject = _visible_subject(request, ref)
     paused = request.POST.get("paused") == "on"
     subject = set_memory_paused(
         subject=subject,
-        actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+        actor=Actor.for_user(request.user),
         paused=paused,
     )
     if not request.htmx:
@@ -46,7 +48,7 @@ def subject_pause(request: HttpRequest, ref: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def subject_export(request: HttpRequest, ref: str) -> HttpResponse:
+def subject_export(request: SignedInRequest, ref: str) -> HttpResponse:
     """Everything about the subject as a JSON download (format: docs/end-users.md)."""
     subject = _visible_subject(request, ref)
     document = export_subject(subject)
@@ -66,7 +68,7 @@ def _names(subject: Subject) -> set[str]:
 
 
 @login_required
-def subject_erase(request: HttpRequest, ref: str) -> HttpResponse:
+def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
     """GET: the deliberate confirm step. POST: erase, if the name was typed exactly."""
     subject = _visible_subject(request, ref)
     context = {"subject": subject, "own": is_own(request, subject), "typed": "", "error": ""}
@@ -83,7 +85,7 @@ def subject_erase(request: HttpRequest, ref: str) -> HttpResponse:
         return render(request, "ledger/erase.html", context, status=400)
     erasure = erase_subject(
         subject=subject,
-        actor=Actor.for_user(request.user),  # type: ignore[arg-type]
+        actor=Actor.for_user(request.user),
         pause=request.POST.get("pause") == "on",
     )
     counts = [

@@ -9,22 +9,20 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from ledger.actions.agents import hash_key
+from ledger.actions.agents import create_agent
+from ledger.actions.gate import MemoryInput, write_memory
+from ledger.actions.imports import import_memory
 from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
-from ledger.actions.memories import (
-    MemoryInput,
-    SourceInput,
-    correct_memory,
-    import_memory,
-    write_memory,
-)
+from ledger.actions.lifecycle import correct_memory
 from ledger.actions.notes import write_note
 from ledger.actions.people import create_person
 from ledger.actions.runs import start_run
 from ledger.actions.snapshots import SnapshotInput, store_snapshot
-from ledger.actions.tracking import save_tracked
+from ledger.actions.sources import SourceInput
+from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
+from ledger.keys import known_key
 from ledger.models import Agent, Memory, Subject
 
 DEMO_PASSWORD = "demo-password-1"
@@ -55,13 +53,9 @@ class Command(BaseCommand):
 
     def _load(self) -> None:
         system = Actor.system("seed_demo")
-        agent = Agent(
-            name=DEMO_AGENT,
-            key_prefix=DEMO_KEY.split("_")[1],
-            key_hash=hash_key(DEMO_KEY),
-            scopes=["read", "write"],
+        agent, _ = create_agent(
+            name=DEMO_AGENT, scopes=["read", "write"], actor=system, key=known_key(DEMO_KEY)
         )
-        save_tracked(agent, actor=system, reason="Demo agent.")
         people = {}
         for username, role, subject_ref, subject_name in DEMO_PEOPLE:
             people[username] = create_person(
@@ -218,9 +212,7 @@ class Command(BaseCommand):
             (northwind, "Northwind Bakery"),
             ("acct_1f6b0c93d2e84a71", "Marco Rossi"),
         ]:
-            named = Subject.objects.get(ref=ref)
-            named.display_name = name
-            save_tracked(named, actor=system, reason="Demo name.", update_fields=["display_name"])
+            set_display_name(subject=Subject.objects.get(ref=ref), display_name=name, actor=system)
 
     def _load_run_state(self, agent: Agent, subject: Subject) -> None:
         """Run 77 about Dana: a ledger, a journal with an unknown outcome, notes, compactions."""

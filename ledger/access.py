@@ -1,0 +1,154 @@
+"""Who may see and change what. Every answer about the roles is a function here.
+
+Three roles: the **end user** owns subjects and sees only those; **support** and
+**admins** (together: staff) see every subject, its runs and its history. Querysets,
+views, the API, templates and the reminder e-mails ask these functions; nothing else
+looks at group names. The roles are Django groups, made after every ``migrate``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any
+
+from django.contrib.auth.models import AnonymousUser, Group, Permission, User
+from django.db.models import Q, QuerySet
+
+if TYPE_CHECKING:
+    from ledger.models import Subject
+
+type Person = User | AnonymousUser
+
+
+class Role(StrEnum):
+    END_USER = "user"
+    SUPPORT = "support"
+    ADMIN = "admin"
+
+
+STAFF_ROLES = (Role.SUPPORT, Role.ADMIN)
+
+# Admins read everything in the Django admin, manage people and change the write policy;
+# every other change goes through memoryadmin's own pages and API.
+ADMIN_CAN = [
+    ("auth", "view_user"),
+    ("auth", "add_user"),
+    ("auth", "change_user"),
+    ("auth", "view_group"),
+    ("ledger", "change_policy"),
+]
+
+# Where a person's role is kept for the rest of the request once it has been looked up.
+_ROLE_CACHE = "_memoryadmin_role"
+
+
+def role_of(user: Person) -> Role | None:
+    """The person's role; None when nobody is signed in. One query, then remembered."""
+    if not isinstance(user, User) or not user.is_authenticated:
+        return None
+    cached: Role | None = getattr(user, _ROLE_CACHE, None)
+    if cached is not None:
+        return cached
+    role = _role_from_groups(user, {group.name for group in user.groups.all()})
+    setattr(user, _ROLE_CACHE, role)
+    return role
+
+
+def _role_from_groups(user: User, names: set[str]) -> Role:
+    if user.is_superuser or Role.ADMIN in names:
+        return Role.ADMIN
+    if Role.SUPPORT in names:
+        return Role.SUPPORT
+    return Role.END_USER
+
+
+def is_staff(user: Person) -> bool:
+    """Support or an admin: someone who works on other people's memories."""
+    return role_of(user) in STAFF_ROLES
+
+
+def visible_subjects(user: Person, via: str = "") -> Q:
+    """The subjects ``user`` may see, as a filter on the subject reached through ``via``
+    (``""`` on subjects themselves, ``"subject__"`` on memories, …).
+
+    Staff see every subject; an end user only the ones they own; nobody signed in, none.
+    """
+    if role_of(user) is None:
+        return Q(pk__in=[])
+    if is_staff(user):
+        return Q()
+    return Q(**{f"{via}owner": user})
+
+
+def may_see_runs(user: Person) -> bool:
+    """Runs are agents' working state across subjects: journals, notes, compactions."""
+    return is_staff(user)
+
+
+def may_see_ledger_in_full(user: Person) -> bool:
+    """Staff see every ledger entry with its source; the person only what binds them."""
+    return is_staff(user)
+
+
+def acts_for_person(user: Person, subject: Subject) -> bool:
+    """Whether ``user`` is the person the subject is about, acting for themselves."""
+    return (
+        role_of(user) is not None and subject.owner_id is not None and subject.owner_id == user.pk
+    )
+
+
+def change_needs_reason(user: Person, subject: Subject) -> bool:
+    """Anyone changing someone else's memory must say why; the person need not."""
+    return not acts_for_person(user, subject)
+
+
+def staff_usernames(usernames: Iterable[str]) -> set[str]:
+    """Which of these people are staff, in one query (history pages name who acted)."""
+    names = set(usernames)
+    if not names:
+        return set()
+    people = User.objects.filter(username__in=names).prefetch_related("groups")
+    return {
+        person.username
+        for person in people
+        if _role_from_groups(person, {group.name for group in person.groups.all()}) in STAFF_ROLES
+    }
+
+
+def support_people() -> QuerySet[User]:
+    """Support staff who can be e-mailed the support queue's reminders."""
+    return (
+        User.objects.filter(groups__name=Role.SUPPORT, is_active=True)
+        .exclude(email="")
+        .order_by("pk")
+        .distinct()
+    )
+
+
+def groups_for(role: Role) -> list[Group]:
+    """The groups that give ``role``; an end user is in none."""
+    if role == Role.END_USER:
+        return []
+    # get_or_create: a migration makes the group, but a test database may have been flushed.
+    return [Group.objects.get_or_create(name=role)[0]]
+
+
+def forget_role(user: Person) -> None:
+    """Drop the remembered role after the person's groups changed."""
+    if hasattr(user, _ROLE_CACHE):
+        delattr(user, _ROLE_CACHE)
+
+
+def ensure_roles(**kwargs: Any) -> None:
+    """The staff groups and the admin's permissions, made after every ``migrate``."""
+    Group.objects.get_or_create(name=Role.SUPPORT)
+    admin, _ = Group.objects.get_or_create(name=Role.ADMIN)
+    views = Permission.objects.filter(
+        content_type__app_label="ledger", codename__startswith="view_"
+    )
+    named = Permission.objects.filter(
+        content_type__app_label__in={app for app, _ in ADMIN_CAN},
+        codename__in=[codename for _, codename in ADMIN_CAN],
+    )
+    admin.permissions.add(*views, *named)

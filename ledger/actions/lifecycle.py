@@ -1,0 +1,244 @@
+"""A memory's life after the gate: corrected, deleted, confirmed, renewed, restored.
+
+Each move is checked against ``policy.MEMORY_MOVES`` on the locked row, so a concurrent
+change is never undone, and each keeps its slot's conflict in step.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.db import transaction
+from django.utils import timezone
+
+from ledger import policy
+from ledger.actions._tracking import save_tracked
+from ledger.actions.reminders import clear_reminders
+from ledger.actions.slots import lock_slot, refresh_conflict
+from ledger.actions.sources import SourceInput, add_source
+from ledger.actors import Actor
+from ledger.choices import StatedBy
+from ledger.models import Memory, Policy, Source
+from ledger.policy import MemoryMove
+
+
+def correct_memory(
+    *,
+    memory: Memory,
+    actor: Actor,
+    statement: str,
+    reason: str,
+    source: SourceInput | None = None,
+) -> Memory:
+    """A new memory supersedes the old one, which keeps its text for audit.
+
+    A correction by a person (or by the system on their behalf) is a statement. An agent's
+    correction is a write like any other: refused while memory is paused, stated only when
+    its source is the person's own message, and a guess stays pending until corroborated.
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        old = lock_slot(memory)
+        policy.refuse_memory_move(old.status, MemoryMove.CORRECT)
+        by_agent = actor.agent is not None
+        current = Policy.current()
+        source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"correction:{old.pk}")
+        if by_agent:
+            policy.refuse_if_paused(old.subject.memory_paused)
+            said_by_person = source.kind == Source.Kind.USER_MESSAGE
+            basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
+        else:
+            basis = Memory.Basis.STATED
+        pending = by_agent and policy.needs_corroboration(current, basis=basis, distinct_sources=1)
+        keeps_no_expiry = old.expires_at is None and basis == Memory.Basis.STATED
+        new = Memory(
+            subject=old.subject,
+            kind=old.kind,
+            key=old.key,
+            statement=statement,
+            normalized=policy.normalize_statement(statement),
+            basis=basis,
+            stated_by=StatedBy.PERSON if by_agent else StatedBy.CORRECTION,
+            status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
+            written_at=now,
+            confirmed_at=None if pending else now,
+            expires_at=None
+            if keeps_no_expiry
+            else policy.expiry_for(
+                current, kind=old.kind, basis=basis, now=now, requested=None, omitted=True
+            ).expires_at,
+            review_at=policy.review_date_for(current, kind=old.kind, now=now),
+            supersedes=old,
+            agent=actor.agent,
+            run=old.run,
+        )
+        old.status = Memory.Status.SUPERSEDED
+        old.status_changed_at = now
+        save_tracked(
+            old,
+            actor=actor,
+            reason=f"Corrected: {reason}",
+            update_fields=["status", "status_changed_at"],
+            bump_version=True,
+        )
+        save_tracked(new, actor=actor, reason=f"Correction of an earlier memory: {reason}")
+        add_source(
+            data=source,
+            agent=actor.agent or old.agent,
+            subject=new.subject,
+            now=now,
+            actor=actor,
+            memory=new,
+        )
+        refresh_conflict(subject=new.subject, key=new.key, actor=actor)
+        clear_reminders(memory=old, now=now)
+    memory.refresh_from_db()
+    return new
+
+
+def _move(*, memory: Memory, actor: Actor, move: MemoryMove, status: str, reason: str) -> Memory:
+    """Make ``move``, which leaves the memory in ``status``, and keep the slot honest."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = lock_slot(memory)
+        policy.refuse_memory_move(locked.status, move)
+        locked.status = status
+        locked.status_changed_at = now
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=reason,
+            update_fields=["status", "status_changed_at"],
+            bump_version=True,
+        )
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+    return locked
+
+
+def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
+    """Delete, softly: agents stop recalling it at once; its history stays."""
+    with transaction.atomic():
+        retracted = _move(
+            memory=memory,
+            actor=actor,
+            move=MemoryMove.RETRACT,
+            status=Memory.Status.RETRACTED,
+            reason=reason,
+        )
+        clear_reminders(memory=retracted)
+    return retracted
+
+
+def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
+    """A person says a guess is right: it becomes active and stated, by confirmation."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = lock_slot(memory)
+        policy.refuse_memory_move(locked.status, MemoryMove.CONFIRM)
+        current = Policy.current()
+        if locked.basis == Memory.Basis.INFERRED:
+            locked.basis = Memory.Basis.STATED
+            locked.stated_by = StatedBy.CONFIRMATION
+            # Confirmed, it is no longer a guess: it lives as long as what the person says.
+            locked.expires_at = policy.expiry_for(
+                current,
+                kind=locked.kind,
+                basis=locked.basis,
+                now=now,
+                requested=None,
+                omitted=True,
+            ).expires_at
+        locked.status = Memory.Status.ACTIVE
+        locked.confirmed_at = now
+        locked.status_changed_at = now
+        locked.review_at = policy.review_date_for(current, kind=locked.kind, now=now)
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=reason or "Confirmed by a person.",
+            update_fields=[
+                "basis",
+                "stated_by",
+                "expires_at",
+                "status",
+                "confirmed_at",
+                "status_changed_at",
+                "review_at",
+            ],
+            bump_version=True,
+        )
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+        clear_reminders(memory=locked, now=now)
+    return locked
+
+
+def renew_memory(
+    *, memory: Memory, actor: Actor, expires_at: datetime | None, reason: str
+) -> Memory:
+    """A person gives a memory a new life: a new expiry, recorded with who and why.
+
+    ``None`` makes it permanent, which only a stated memory may be.
+    """
+    now = timezone.now()
+    policy.refuse_past_expiry(expires_at, now)
+    with transaction.atomic():
+        locked = lock_slot(memory)
+        policy.refuse_memory_move(locked.status, MemoryMove.RENEW)
+        policy.refuse_permanent_guess(basis=locked.basis, expires_at=expires_at)
+        if locked.status == Memory.Status.EXPIRED:
+            locked.status = Memory.Status.ACTIVE
+            locked.status_changed_at = now
+        current = Policy.current()
+        # A guess keeps the policy's longest life for a guess, whoever renews it.
+        locked.expires_at = policy.expiry_for(
+            current,
+            kind=locked.kind,
+            basis=locked.basis,
+            now=now,
+            requested=expires_at,
+            omitted=False,
+        ).expires_at
+        locked.review_at = policy.review_date_for(current, kind=locked.kind, now=now)
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=f"Renewed: {reason}" if reason else "Renewed.",
+            update_fields=["status", "status_changed_at", "expires_at", "review_at"],
+            bump_version=True,
+        )
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+        clear_reminders(memory=locked, now=now)
+    return locked
+
+
+def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memory:
+    """Undo a retraction: put back the status the memory had, if the undo is still offered.
+
+    Only the one who deleted it may undo, and only for ``within_seconds`` after: later, a
+    deletion is final (agents may already have acted on its absence).
+    """
+    now = timezone.now()
+    with transaction.atomic():
+        locked = lock_slot(memory)
+        rows = list(locked.history.order_by("-history_date", "-history_id")[:2])
+        if locked.status != Memory.Status.RETRACTED or len(rows) < 2:
+            raise policy.Refusal("not_undoable", "This memory is not deleted.", status=409)
+        if rows[0].history_actor != actor.label:
+            raise policy.Refusal(
+                "not_undoable", "Only the person who deleted it can undo that.", status=409
+            )
+        deleted_at = locked.status_changed_at or rows[0].history_date
+        if (now - deleted_at).total_seconds() > within_seconds:
+            raise policy.Refusal(
+                "undo_expired",
+                f"Too late to undo: a deletion can only be undone for {within_seconds} "
+                "seconds. The memory stays deleted.",
+                status=409,
+            )
+        return _move(
+            memory=locked,
+            actor=actor,
+            move=MemoryMove.RESTORE,
+            status=rows[1].status,
+            reason="Deletion undone by the same person.",
+        )

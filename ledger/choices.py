@@ -1,0 +1,111 @@
+"""The words memoryadmin's rows are made of: every kind, basis, status and state.
+
+A leaf module: models, querysets, policy and pages all import it, and it imports nothing
+of the project, so none of them needs an import inside a function to reach these names.
+Which status may move to which is not here: that is ``ledger.policy``'s lifecycle table.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class MemoryKind(models.TextChoices):
+    PREFERENCE = "preference", "preference"
+    ACCOUNT_FACT = "account_fact", "fact about the account"
+    EPISODE = "episode", "past episode"
+
+
+class Basis(models.TextChoices):
+    STATED = "stated", "stated"
+    INFERRED = "inferred", "inferred"
+
+
+class MemoryStatus(models.TextChoices):
+    ACTIVE = "active"
+    PENDING = "pending"
+    SUPERSEDED = "superseded"
+    RETRACTED = "retracted"
+    EXPIRED = "expired"
+    ERASED = "erased"
+
+
+class StatedBy(models.TextChoices):
+    """How a memory came to be stated: the person said it, confirmed a guess, or rewrote it."""
+
+    PERSON = "", "the person"
+    CONFIRMATION = "confirmation", "a confirmation"
+    CORRECTION = "correction", "a correction"
+
+
+class SourceKind(models.TextChoices):
+    USER_MESSAGE = "user_message", "message from the person"
+    TOOL_RESULT = "tool_result", "tool result"
+    OPERATOR = "operator", "operator"
+    IMPORT = "import", "import"
+
+
+class Scope(models.TextChoices):
+    READ = "read"
+    WRITE = "write"
+
+
+class ConflictStatus(models.TextChoices):
+    OPEN = "open"
+    RESOLVED = "resolved"
+
+
+class Outcome(models.TextChoices):
+    """What the write gate decided for one request."""
+
+    ACCEPTED = "accepted"
+    PENDING = "pending"
+    MERGED = "merged"
+    CONFLICT = "conflict"
+    REFUSED = "refused"
+
+
+class ReminderKind(models.TextChoices):
+    REVIEW = "review", "due for review"
+    EXPIRING = "expiring", "expiring soon"
+
+
+class Audience(models.TextChoices):
+    OWNER = "owner", "the subject's owner"
+    SUPPORT = "support", "the support queue"
+
+
+class LedgerKind(models.TextChoices):
+    ESTABLISHED = "established"
+    INTERPRETATION = "interpretation"
+    PROPOSAL = "proposal"
+    COMMITMENT = "commitment"
+
+
+class LedgerStatus(models.TextChoices):
+    ACTIVE = "active"
+    SUPERSEDED = "superseded"
+    WITHDRAWN = "withdrawn"
+    EXPIRED = "expired"
+    ERASED = "erased"
+
+
+class JournalState(models.TextChoices):
+    INTENDED = "intended"
+    DONE = "done"
+    NOT_DONE = "not_done"
+    UNKNOWN = "unknown"
+
+
+class SnapshotStatus(models.TextChoices):
+    ACCEPTED = "accepted"
+    REJECTED = "rejected"
+
+
+# How each kind must be read, wherever an entry is shown: to an agent or to a person.
+LEDGER_KIND_READINGS = {
+    LedgerKind.ESTABLISHED: "Established: verified against the named source.",
+    LedgerKind.INTERPRETATION: "Interpretation: the agent's own inference, not verified.",
+    LedgerKind.PROPOSAL: "Proposal: not agreed. Do not act on it as if it were agreed.",
+    LedgerKind.COMMITMENT: "Commitment: agreed; a constraint on future actions.",
+}

@@ -1,0 +1,85 @@
+"""What people type on the subject page: the filters of its search, and a correction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, time
+from typing import Any
+
+from django import forms
+from django.http import QueryDict
+
+from ledger import policy
+from ledger.models import Memory
+
+STATUS_FILTERS = {
+    "": "Current",
+    "active": "In use",
+    "pending": "Waiting for confirmation",
+    "expired": "Expired",
+    "retracted": "Deleted",
+}
+BASIS_FILTERS = {"": "Anyone", "stated": "Said by the person", "inferred": "Guessed"}
+
+
+@dataclass
+class Filters:
+    q: str = ""
+    kind: str = ""
+    basis: str = ""
+    status: str = ""
+
+    @classmethod
+    def from_data(cls, data: QueryDict) -> Filters:
+        def pick(name: str, allowed: Any) -> str:
+            value = data.get(name, "")
+            return value if value in allowed else ""
+
+        return cls(
+            q=data.get("q", "").strip()[:200],
+            kind=pick("kind", Memory.Kind.values),
+            basis=pick("basis", BASIS_FILTERS),
+            status=pick("status", STATUS_FILTERS),
+        )
+
+    @property
+    def narrowed(self) -> bool:
+        return bool(self.q or self.kind or self.basis or self.status)
+
+
+class CorrectionForm(forms.Form):
+    statement = forms.CharField(
+        max_length=Memory.STATEMENT_MAX,
+        error_messages={
+            "required": "Write what is right: the statement cannot be empty.",
+            "max_length": "Keep it to one sentence of at most %(limit_value)d characters "
+            "(this one has %(show_value)d).",
+        },
+    )
+    reason = forms.CharField(max_length=500, required=False)
+
+    def __init__(self, *args: Any, reason_required: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["reason"].required = reason_required
+        self.fields["reason"].error_messages["required"] = (
+            "Support must say why they change someone's memory."
+        )
+
+    def clean_statement(self) -> str:
+        statement = " ".join(self.cleaned_data["statement"].split())
+        bad = policy.forbidden_character(statement)
+        if bad:
+            raise forms.ValidationError(f"The statement holds an invisible character ({bad}).")
+        return statement
+
+
+def renew_until(value: str) -> datetime:
+    """The end of the chosen day, so the page shows the day the person picked.
+
+    Raises ``policy.Refusal`` when no valid day was given.
+    """
+    try:
+        chosen = forms.DateField().clean(value)
+    except forms.ValidationError:
+        raise policy.Refusal("date_required", "Choose the day it should last until.", 400) from None
+    return datetime.combine(chosen, time.max, tzinfo=UTC)
