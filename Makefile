@@ -42,6 +42,7 @@ lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
+	DEBUG=1 $(VENV)/bin/mypy ledger memoryadmin
 
 fmt: install
 	$(VENV)/bin/ruff check --fix .

@@ -3,11 +3,13 @@
 Only the write policy is editable here, and even that is saved with who and why.
 """
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
 
@@ -17,25 +19,33 @@ from ledger.actors import Actor
 from ledger.policy import KEY_PATTERN
 
 
-class NoHistoryRevert(SimpleHistoryAdmin):
+# simple-history ships no types, so its admin is Any to the type checker.
+class NoHistoryRevert(SimpleHistoryAdmin):  # type: ignore[misc]
     """simple-history's revert form saves a row behind the write functions: refuse it."""
 
     def history_form_view(
-        self, request: HttpRequest, object_id: str, version_id: str, extra_context: Any = None
+        self,
+        request: HttpRequest,
+        object_id: str,
+        version_id: str,
+        extra_context: dict[str, Any] | None = None,
     ) -> HttpResponse:
         if request.method != "GET":
             raise PermissionDenied("Changes go through memoryadmin's own pages and API.")
-        return super().history_form_view(request, object_id, version_id, extra_context)
+        response: HttpResponse = super().history_form_view(
+            request, object_id, version_id, extra_context
+        )
+        return response
 
 
 class ReadOnlyAdmin(NoHistoryRevert):
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_change_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
 
@@ -76,7 +86,14 @@ class WriteDecisionAdmin(ReadOnlyAdmin):
     list_filter = ["outcome", "code"]
 
 
-class PolicyForm(forms.ModelForm):
+if TYPE_CHECKING:
+    PolicyModelForm = forms.ModelForm[models.Policy]
+else:
+    # ModelForm takes no type argument at runtime.
+    PolicyModelForm = forms.ModelForm
+
+
+class PolicyForm(PolicyModelForm):
     """Bounds that keep every write computable: dates within reach, keys that are keys."""
 
     LONGEST_DAYS = 36_500
@@ -98,7 +115,9 @@ class PolicyForm(forms.ModelForm):
         ]
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        # A ModelForm's clean() returns cleaned_data itself, which is never None.
+        super().clean()
+        data = self.cleaned_data
         for name, value in list(data.items()):
             if name.endswith("_days") and value is not None and value > self.LONGEST_DAYS:
                 self.add_error(name, f"At most {self.LONGEST_DAYS} days (a hundred years).")
@@ -119,13 +138,17 @@ class PolicyForm(forms.ModelForm):
 class PolicyAdmin(NoHistoryRevert):
     form = PolicyForm
 
-    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
-    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+    def save_model(
+        self, request: HttpRequest, obj: models.Policy, form: PolicyForm, change: bool
+    ) -> None:
+        # The admin lets only a signed-in member of staff this far.
+        assert isinstance(request.user, User)
         changed = ", ".join(form.changed_data) or "nothing"
         change_policy(
             actor=Actor.for_user(request.user),

@@ -21,9 +21,16 @@ from ledger.choices import (
 from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY
 
 if TYPE_CHECKING:
-    from ledger.models import (
+    # The models import this module, so it names them for the type checker only; the
+    # QuerySet[...] parameters below are strings ruff does not count as uses.
+    from ledger.models import (  # noqa: F401
         Agent,
+        Conflict,
+        JournalEntry,
         LedgerEntry,
+        Memory,
+        Reminder,
+        Run,
         Subject,
     )
 

@@ -14,6 +14,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, TypedDict
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connections
@@ -22,6 +23,10 @@ from django.utils import timezone
 
 from ledger.models import Conflict, Memory, Recall, Subject
 from ledger.policy import forbidden_character
+
+if TYPE_CHECKING:
+    # django-stubs' helper ships with the type checker, not with the app.
+    from django_stubs_ext import WithAnnotations
 
 DEFAULT_K = 5
 GOAL_MAX = 500
@@ -47,6 +52,15 @@ STANDING_INSTRUCTION = (
     "Inferred records are an agent's guesses that the person never confirmed. "
     "Where a live tool result disagrees with a record, trust the tool result."
 )
+
+
+class _BasisOrder(TypedDict):
+    basis_order: int
+
+
+class _Relevance(TypedDict):
+    basis_order: int
+    rank: float
 
 
 @dataclass(frozen=True)
@@ -145,7 +159,9 @@ def recent_queryset(candidates: QuerySet[Memory]) -> QuerySet[Memory]:
     )
 
 
-def search_queryset(candidates: QuerySet[Memory], terms: list[str]) -> QuerySet[Memory]:
+def search_queryset(
+    candidates: QuerySet[Memory], terms: list[str]
+) -> QuerySet[WithAnnotations[Memory, _Relevance]]:
     """PostgreSQL: rank by full-text relevance to any of ``terms``; ties go stated, newer."""
     # Terms are letters and digits only, so joining them with OR is a well-formed query.
     query = SearchQuery(" | ".join(terms), config=SEARCH_CONFIG, search_type="raw")
@@ -157,7 +173,9 @@ def search_queryset(candidates: QuerySet[Memory], terms: list[str]) -> QuerySet[
     )
 
 
-def _stated_first(candidates: QuerySet[Memory]) -> QuerySet[Memory]:
+def _stated_first(
+    candidates: QuerySet[Memory],
+) -> QuerySet[WithAnnotations[Memory, _BasisOrder]]:
     return candidates.annotate(
         basis_order=Case(
             When(basis=Memory.Basis.STATED, then=Value(0)),

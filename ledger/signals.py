@@ -1,12 +1,16 @@
-"""Stamp every history row with the actor the write function named.
+"""Stamp every history row with the actor the write function named, and refuse a tracked
+row changed without one.
 
-A tracked row that arrives here without an actor was saved outside ``ledger.actions``:
-that is refused, so a write that skips the action functions fails loudly at once instead
-of leaving an anonymous row in the audit.
+A tracked row that reaches ``save()`` or ``delete()`` without an actor was changed
+outside ``ledger.actions``: it is refused before anything is written, so a write that
+skips the action functions fails loudly at once instead of leaving an anonymous row in
+the audit. (Raw ``QuerySet.update`` sends no signal; ``tests/test_write_boundary.py``
+finds those in the source.)
 """
 
 from typing import Any
 
+from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
 from simple_history.signals import pre_create_historical_record
 
@@ -15,12 +19,23 @@ class UntrackedWrite(RuntimeError):
     """A tracked model was saved or deleted without going through ``ledger.actions``."""
 
 
-@receiver(pre_create_historical_record)
-def stamp_actor(sender: Any, instance: Any, history_instance: Any, **kwargs: Any) -> None:
-    actor = getattr(instance, "_history_actor", "")
-    if not actor:
+@receiver(pre_save)
+@receiver(pre_delete)
+def refuse_untracked_write(sender: Any, instance: Any, **kwargs: Any) -> None:
+    if kwargs.get("raw") or not _is_tracked(sender):
+        return
+    if not getattr(instance, "_history_actor", ""):
         raise UntrackedWrite(
-            f"{type(instance).__name__} was changed outside ledger.actions; "
+            f"{sender.__name__} was changed outside ledger.actions; "
             "call the action function that stands for this change."
         )
-    history_instance.history_actor = actor
+
+
+@receiver(pre_create_historical_record)
+def stamp_actor(sender: Any, instance: Any, history_instance: Any, **kwargs: Any) -> None:
+    history_instance.history_actor = instance._history_actor
+
+
+def _is_tracked(model: type) -> bool:
+    # simple-history puts a ``history`` manager on each model it tracks, and only on those.
+    return model._meta.app_label == "ledger" and hasattr(model, "history")  # type: ignore[attr-defined]

@@ -33,7 +33,8 @@ RETRY = {
 }
 
 
-@shared_task(name="ledger.tasks.expire_due", **RETRY)
+# Celery ships no types: a task is Any to the type checker, its body is still checked.
+@shared_task(name="ledger.tasks.expire_due", **RETRY)  # type: ignore[untyped-decorator]
 def expire_due() -> dict[str, int | bool]:
     """Expire whatever is due; a run that hit its batch limit queues the next at once."""
     run = expiry.expire_due()
@@ -42,7 +43,7 @@ def expire_due() -> dict[str, int | bool]:
     return run.as_dict()
 
 
-@shared_task(name="ledger.tasks.send_reminders", **RETRY)
+@shared_task(name="ledger.tasks.send_reminders", **RETRY)  # type: ignore[untyped-decorator]
 def send_reminders() -> dict[str, int]:
     """Create the reminders that became due, then e-mail one digest per recipient."""
     memories = reminders.create_due_reminders()

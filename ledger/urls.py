@@ -1,6 +1,6 @@
 from django.urls import path
 
-from ledger.views import home, memories, reminders, runs, snapshots, subjects
+from ledger.views import history, home, memories, reminders, runs, snapshots, subjects
 from ledger.views import ledger as ledger_views
 
 urlpatterns = [
@@ -15,7 +15,7 @@ urlpatterns = [
     path("memories/<uuid:pk>/undo/", memories.memory_undo, name="memory-undo"),
     path("memories/<uuid:pk>/answer/", memories.memory_answer, name="memory-answer"),
     path("memories/<uuid:pk>/renew/", memories.memory_renew, name="memory-renew"),
-    path("memories/<uuid:pk>/history/", memories.memory_history, name="memory-history"),
+    path("memories/<uuid:pk>/history/", history.memory_history, name="memory-history"),
     path("conflicts/<int:pk>/resolve/", memories.conflict_resolve, name="conflict-resolve"),
     path("reminders/", reminders.reminders, name="reminders"),
     path("reminders/<int:pk>/read/", reminders.reminder_read, name="reminder-read"),

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 import time_machine
 from django.contrib.auth.models import User
+from django.test import Client
 from rest_framework.test import APIClient
 
 from ledger.actions.agents import create_agent
@@ -38,15 +39,20 @@ VALID_BODY: dict[str, Any] = {
 }
 
 
-def body(**overrides: Any) -> dict[str, Any]:
-    """A valid write body with some fields replaced (a value of ... removes the field)."""
-    data = copy.deepcopy(VALID_BODY)
+def with_overrides(base: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    """A copy of a valid request body with some fields replaced; ``...`` removes a field."""
+    data = copy.deepcopy(base)
     for name, value in overrides.items():
         if value is ...:
             data.pop(name, None)
         else:
             data[name] = value
     return data
+
+
+def body(**overrides: Any) -> dict[str, Any]:
+    """A valid memory write body with some fields replaced."""
+    return with_overrides(VALID_BODY, **overrides)
 
 
 def agent_client(name: str, scopes: list[str]) -> tuple[APIClient, Agent]:
@@ -106,6 +112,14 @@ def remember(agent: Agent) -> Callable[..., Memory]:
 
 
 PASSWORD = "a-long-test-password"
+
+
+def signed_in(person: User | str) -> Client:
+    """A browser-less client signed in as ``person`` (a user, or a username)."""
+    username = person if isinstance(person, str) else person.username
+    client = Client()
+    assert client.login(username=username, password=PASSWORD)
+    return client
 
 
 @pytest.fixture(autouse=True)

@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from ledger.models import Memory, Policy
-from tests.conftest import PASSWORD
+from tests.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
-
-
-def signed_in(username: str) -> Client:
-    client = Client()
-    assert client.login(username=username, password=PASSWORD)
-    return client
 
 
 def policy_form(**changes: object) -> dict[str, object]:

@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
 from ledger.models import JournalEntry, Run
-from tests.conftest import agent_client
+from tests.conftest import agent_client, with_overrides
 
 pytestmark = pytest.mark.django_db
 RUN = "run_refund_7"
@@ -36,13 +36,7 @@ def nested(depth: int) -> Any:
 
 
 def intent(**overrides: Any) -> dict[str, Any]:
-    data = dict(INTENT)
-    for name, value in overrides.items():
-        if value is ...:
-            data.pop(name, None)
-        else:
-            data[name] = value
-    return data
+    return with_overrides(INTENT, **overrides)
 
 
 def journal(api: APIClient, data: dict[str, Any] | None = None, url: str = INTENT_URL) -> Any:

@@ -12,7 +12,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from ledger.models import LedgerEntry, Memory, Source
-from tests.conftest import SUBJECT, agent_client
+from tests.conftest import SUBJECT, agent_client, with_overrides
 
 pytestmark = pytest.mark.django_db
 URL = f"/api/v1/subjects/{SUBJECT}/ledger"
@@ -43,12 +43,7 @@ def entry(**overrides: Any) -> dict[str, Any]:
         "key": "invoice.1042.status",
         "run": "run_ledger_1",
     }
-    for name, value in overrides.items():
-        if value is ...:
-            data.pop(name, None)
-        else:
-            data[name] = value
-    return data
+    return with_overrides(data, **overrides)
 
 
 def post(api: APIClient, data: dict[str, Any], url: str = URL, **headers: str) -> Any:

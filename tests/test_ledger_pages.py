@@ -21,7 +21,7 @@ from ledger.actions.ledger_entries import (
 from ledger.actions.notes import write_note
 from ledger.actions.sources import SourceInput
 from ledger.models import Agent, LedgerEntry, Memory, Subject
-from tests.conftest import ARTIFACTS, SUBJECT, sign_in
+from tests.conftest import ARTIFACTS, SUBJECT, sign_in, signed_in
 
 pytestmark = pytest.mark.django_db
 START = datetime(2030, 3, 1, 9, 0, tzinfo=UTC)
@@ -74,12 +74,6 @@ def ledger(subject: Subject, agent: Agent) -> dict[str, LedgerEntry]:
     )
     withdraw_ledger_entry(entry=rows["gone"], agent=agent, reason="cancelled")
     return rows
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def section(html: str, title: str) -> str:

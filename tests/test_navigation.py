@@ -3,19 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from django.test import Client
 
 from ledger.actions.sources import SourceInput
 from ledger.models import Memory
-from tests.conftest import PASSWORD, SUBJECT
+from tests.conftest import SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db
-
-
-def signed_in(username: str) -> Client:
-    client = Client()
-    assert client.login(username=username, password=PASSWORD)
-    return client
 
 
 @pytest.fixture

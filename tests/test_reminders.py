@@ -20,7 +20,7 @@ from ledger.actions.reminders import create_due_reminders, send_digests
 from ledger.actors import Actor
 from ledger.models import Memory, Reminder
 from ledger.tasks import send_reminders
-from tests.conftest import PASSWORD, SUBJECT
+from tests.conftest import SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -51,12 +51,6 @@ def people(make_person: Callable[..., User]) -> dict[str, User]:
         "kim": with_email(make_person("kim", role="support"), "kim@example.com"),
         "lee": make_person("lee", role="support"),
     }
-
-
-def signed_in(user: User) -> Client:
-    client = Client()
-    assert client.login(username=user.username, password=PASSWORD)
-    return client
 
 
 def test_memory_due_for_review_reminds_its_owner_and_the_support_queue_once(

@@ -63,8 +63,8 @@ def _remind(candidates: MemoryQuerySet, *, kind: str, due_field: str) -> int:
                 & ~Exists(same_due.filter(audience=Reminder.Audience.OWNER))
             )
         )
-        .select_related("subject")
         .order_by("pk")
+        .values_list("pk", "due", "subject__owner_id")
     )
     reminded = 0
     after = None
@@ -74,27 +74,29 @@ def _remind(candidates: MemoryQuerySet, *, kind: str, due_field: str) -> int:
         if not batch:
             return reminded
         rows = []
-        for memory in batch:
-            due_on = memory.due
+        for memory_id, due_on, owner_id in batch:
             rows.append(
                 Reminder(
-                    memory=memory, kind=kind, audience=Reminder.Audience.SUPPORT, due_on=due_on
+                    memory_id=memory_id,
+                    kind=kind,
+                    audience=Reminder.Audience.SUPPORT,
+                    due_on=due_on,
                 )
             )
-            if memory.subject.owner_id is not None:
+            if owner_id is not None:
                 rows.append(
                     Reminder(
-                        memory=memory,
+                        memory_id=memory_id,
                         kind=kind,
                         audience=Reminder.Audience.OWNER,
-                        recipient_id=memory.subject.owner_id,
+                        recipient_id=owner_id,
                         due_on=due_on,
                     )
                 )
         # Another run may have created some of these a moment ago: the constraint keeps one.
         Reminder.objects.bulk_create(rows, ignore_conflicts=True)
         reminded += len(batch)
-        after = batch[-1].pk
+        after = batch[-1][0]
 
 
 def send_digests(*, now: datetime | None = None) -> int:

@@ -4,7 +4,7 @@ accepted here: the API is not a way around the dashboard's permissions."""
 from __future__ import annotations
 
 import hmac
-from typing import Any
+from typing import TYPE_CHECKING
 
 from django.http import Http404
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -13,6 +13,12 @@ from rest_framework.request import Request
 
 from ledger.keys import hash_key, split_key
 from ledger.models import Agent, Run
+
+if TYPE_CHECKING:
+    # rest_framework.views loads this module through the REST framework's settings, and
+    # both of these import it: at runtime the import would be circular.
+    from drf_spectacular.openapi import AutoSchema
+    from rest_framework.views import APIView
 
 
 class AgentPrincipal:
@@ -55,7 +61,7 @@ class HasAgentScope(permissions.BasePermission):
 
     message = "This API key lacks the scope this request needs."
 
-    def has_permission(self, request: Request, view: Any) -> bool:
+    def has_permission(self, request: Request, view: APIView) -> bool:
         agent = request.auth
         if not isinstance(agent, Agent):
             return False
@@ -82,13 +88,14 @@ def own_run(request: Request, ref: str) -> Run:
     return run
 
 
-class AgentKeyScheme(OpenApiAuthenticationExtension):
+# drf-spectacular registers extensions in an unannotated __init_subclass__.
+class AgentKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
     """Tells the OpenAPI schema (and so the docs' Authorize button) how agents sign in."""
 
     target_class = AgentKeyAuthentication
     name = "agentKey"
 
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+    def get_security_definition(self, auto_schema: AutoSchema) -> dict[str, str]:
         return {
             "type": "http",
             "scheme": "bearer",

@@ -91,7 +91,8 @@ def _has_offset(value: str) -> bool:
     return value.endswith(("Z", "z")) or bool(re.search(r"[+-]\d{2}:?\d{2}$", value))
 
 
-class StrictSerializer(serializers.Serializer):
+# Input only: it is never given an instance, so there is no instance type to name.
+class StrictSerializer(serializers.Serializer[Any]):
     """Refuses fields it does not know, so a typo is an error rather than silently ignored."""
 
     def to_internal_value(self, data: Any) -> Any:

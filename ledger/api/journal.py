@@ -31,7 +31,7 @@ from ledger.api.fields import (
 )
 from ledger.api.idempotency import idempotent
 from ledger.api.pagination import Cursor
-from ledger.models import JournalEntry, Subject
+from ledger.models import Agent, JournalEntry, Run, Subject
 from ledger.policy import journal_moves, stale_intent_cutoff
 
 JSON_MAX_BYTES = 64 * 1024
@@ -43,7 +43,7 @@ OUTCOME_STATES = [s for s in JournalEntry.State.values if s != JournalEntry.Stat
 
 
 @extend_schema_field(OpenApiTypes.ANY)
-class BoundedJSONField(serializers.Field):
+class BoundedJSONField(serializers.Field[Any, Any, Any, Any]):
     """Any JSON value (or only an object), at most 64 KB serialized and 20 levels deep."""
 
     def __init__(self, *, object_only: bool = False, **kwargs: Any) -> None:
@@ -108,9 +108,9 @@ class OutcomeSerializer(StrictSerializer):
         return attrs
 
 
-class JournalEntrySerializer(serializers.ModelSerializer):
-    run = serializers.SlugRelatedField(slug_field="ref", read_only=True)
-    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+class JournalEntrySerializer(serializers.ModelSerializer[JournalEntry]):
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
+    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
     intent = BoundedJSONField(read_only=True)
     effect = BoundedJSONField(read_only=True)
     verification = BoundedJSONField(read_only=True)
@@ -220,7 +220,9 @@ class OldestFirst(Cursor):
     max_page_size = 500
 
 
-class JournalViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class JournalViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[JournalEntry]
+):
     """The calling agent's journal: what must be resolved, one entry, an outcome."""
 
     serializer_class = JournalEntrySerializer

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db.models import QuerySet
-from django.http import Http404
+from django.http import Http404, QueryDict
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
@@ -41,8 +41,9 @@ from ledger.api.serializers import (
     source_input,
 )
 from ledger.choices import LEDGER_KIND_READINGS
-from ledger.models import LedgerEntry, Subject
+from ledger.models import Agent, LedgerEntry, Run, Subject
 from ledger.policy import refuse_if_immutable
+from ledger.querysets import LedgerEntryQuerySet
 
 LIST_MAX = 500
 STATUS_FILTERS = LedgerEntry.Status.values
@@ -71,7 +72,8 @@ class ReasonField(StrictCharField):
 class LedgerEntryWriteSerializer(StrictSerializer):
     fact = FactField(help_text="The fact verbatim, numbers and negatives intact.")
     kind = StrictChoiceField(choices=LedgerEntry.Kind.values)
-    source = SourceInputSerializer()
+    # A field named source: see ledger.api.serializers.MemoryWriteSerializer.
+    source = SourceInputSerializer()  # type: ignore[assignment]
     run = RefField(required=False)
     key = SlotKeyField(required=False, allow_blank=True)
     expires_at = FutureDateTimeField(required=False, allow_null=True)
@@ -85,7 +87,10 @@ class SupersedeSerializer(LedgerEntryWriteSerializer):
 
 
 class PromoteSerializer(StrictSerializer):
-    source = SourceInputSerializer(help_text="Where the person agreed: their message.")
+    # A field named source: see ledger.api.serializers.MemoryWriteSerializer.
+    source = SourceInputSerializer(  # type: ignore[assignment]
+        help_text="Where the person agreed: their message."
+    )
     reason = ReasonField(required=False, allow_blank=True)
 
 
@@ -107,18 +112,19 @@ class EditSerializer(StrictSerializer):
         return attrs
 
 
-class LedgerEntrySerializer(serializers.ModelSerializer):
-    subject = serializers.SlugRelatedField(slug_field="ref", read_only=True)
-    run = serializers.SlugRelatedField(slug_field="ref", read_only=True)
-    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    source = SourceSerializer(read_only=True)
+class LedgerEntrySerializer(serializers.ModelSerializer[LedgerEntry]):
+    subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
+    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
+    # Fields named source and label: see ledger.api.serializers.MemoryWriteSerializer.
+    source = SourceSerializer(read_only=True)  # type: ignore[assignment]
     promotion_source = SourceSerializer(read_only=True)
-    supersedes = serializers.PrimaryKeyRelatedField(read_only=True)
+    supersedes = serializers.PrimaryKeyRelatedField[LedgerEntry](read_only=True)
     superseded_by = serializers.SerializerMethodField()
     status = serializers.SerializerMethodField()
     in_force = serializers.SerializerMethodField()
     agreed = serializers.SerializerMethodField()
-    label = serializers.SerializerMethodField()
+    label = serializers.SerializerMethodField()  # type: ignore[assignment]
     last_true_at = serializers.SerializerMethodField()
 
     class Meta:
@@ -162,7 +168,7 @@ class LedgerEntrySerializer(serializers.ModelSerializer):
         return LEDGER_KIND_READINGS[LedgerEntry.Kind(entry.kind)]
 
     def get_last_true_at(self, entry: LedgerEntry) -> str | None:
-        if entry.status_at(self._now()) != LedgerEntry.Status.EXPIRED:
+        if entry.status_at(self._now()) != LedgerEntry.Status.EXPIRED or entry.expires_at is None:
             return None
         return serializers.DateTimeField().to_representation(entry.expires_at)
 
@@ -200,7 +206,7 @@ def contradiction_for(entry: LedgerEntry) -> dict[str, Any] | None:
     return contradiction_data(groups[0]) if groups else None
 
 
-def entry_queryset() -> QuerySet[LedgerEntry]:
+def entry_queryset() -> LedgerEntryQuerySet:
     return LedgerEntry.objects.select_related(
         "subject",
         "run",
@@ -212,7 +218,7 @@ def entry_queryset() -> QuerySet[LedgerEntry]:
     )
 
 
-def _flag(params: Any, name: str, errors: dict[str, list[str]]) -> bool:
+def _flag(params: QueryDict, name: str, errors: dict[str, list[str]]) -> bool:
     value = params.get(name)
     if value is None:
         return False
@@ -340,7 +346,8 @@ class SubjectLedgerView(APIView):
         return idempotent(request, write)
 
 
-class LedgerHistorySerializer(serializers.Serializer):
+# Its rows are simple-history's generated models, which are untyped.
+class LedgerHistorySerializer(serializers.Serializer[Any]):
     version = serializers.IntegerField()
     kind = serializers.CharField()
     status = serializers.CharField()
@@ -352,7 +359,7 @@ class LedgerHistorySerializer(serializers.Serializer):
     reason = serializers.CharField(source="history_change_reason", allow_null=True)
 
 
-class LedgerEntryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class LedgerEntryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[LedgerEntry]):
     """One entry: read it, its history; promote, supersede, withdraw or edit it."""
 
     serializer_class = LedgerEntrySerializer

@@ -64,7 +64,9 @@ def check_if_match(request: Request, memory: Memory) -> Response | None:
     )
 
 
-class MemoryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class MemoryViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet[Memory]
+):
     serializer_class = MemorySerializer
     pagination_class = NewestFirst
 
@@ -108,6 +110,8 @@ class MemoryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
             if result.refused:
                 body.update(detail=result.reason, code=result.code)
                 return Response(body, status=result.status), None
+            # Every outcome but a refusal keeps a memory.
+            assert result.memory is not None
             memory = self.get_queryset().get(pk=result.memory.pk)
             body["memory"] = MemorySerializer(memory).data
             body["expires_at_capped"] = result.expires_capped
@@ -124,7 +128,10 @@ class MemoryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
     def history(self, request: Request, pk: str) -> Response:
         memory = self.get_object()
         paginator = HistoryPage()
-        page = paginator.paginate_queryset(memory.history.all(), request, view=self)
+        # simple-history's rows are untyped.
+        page: list[Any] | None = paginator.paginate_queryset(
+            memory.history.all(), request, view=self
+        )
         return paginator.get_paginated_response(HistoryEntrySerializer(page, many=True).data)
 
     @extend_schema(request=CorrectionSerializer, responses={201: MemorySerializer})
@@ -181,7 +188,7 @@ class MemoryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.G
         return idempotent(request, write)
 
 
-class SubjectViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class SubjectViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[Subject]):
     serializer_class = SubjectSerializer
     lookup_field = "ref"
     lookup_value_regex = r"[^/]+"

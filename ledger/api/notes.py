@@ -43,13 +43,13 @@ class NoteValueSerializer(StrictSerializer):
     )
 
 
-class RunNoteSerializer(serializers.ModelSerializer):
+class RunNoteSerializer(serializers.ModelSerializer[RunNote]):
     class Meta:
         model = RunNote
         fields = ["key", "value", "updated_at"]
 
 
-class RunNotesSerializer(serializers.Serializer):
+class RunNotesSerializer(serializers.Serializer[dict[str, Any]]):
     run = serializers.CharField()
     notes = RunNoteSerializer(many=True)
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rest_framework import exceptions, pagination
 from rest_framework.request import Request
 
 
 class Cursor(pagination.CursorPagination):
-    def decode_cursor(self, request: Request) -> Any:
+    def decode_cursor(self, request: Request) -> pagination.Cursor | None:
         try:
             return super().decode_cursor(request)
         except exceptions.NotFound:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import QuerySet
@@ -24,8 +25,15 @@ from ledger.actions.recalls import record_recall
 from ledger.api.auth import agent_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
 from ledger.api.pagination import Cursor
-from ledger.models import Memory, Policy, Recall, Subject
-from ledger.recall import DEFAULT_K, GOAL_MAX, recall, recalls_that_served
+from ledger.models import Agent, Memory, Policy, Recall, Run, Subject
+from ledger.recall import (
+    DEFAULT_K,
+    GOAL_MAX,
+    ConflictGroup,
+    Ranked,
+    recall,
+    recalls_that_served,
+)
 
 TURN_MAX = 1_000_000
 _WHOLE_NUMBER = re.compile(r"^[0-9]{1,7}$")
@@ -42,7 +50,7 @@ class PlainTextRenderer(BaseRenderer):
         self,
         data: Any,
         accepted_media_type: str | None = None,
-        renderer_context: dict[str, Any] | None = None,
+        renderer_context: Mapping[str, Any] | None = None,
     ) -> bytes:
         if isinstance(data, str):
             return data.encode()
@@ -97,7 +105,7 @@ def _query_params(request: Request) -> tuple[dict[str, str], dict[str, list[str]
     return params, repeated
 
 
-class RecalledMemorySerializer(serializers.Serializer):
+class RecalledMemorySerializer(serializers.Serializer[Ranked]):
     id = serializers.UUIDField(source="memory.id")
     kind = serializers.CharField(source="memory.kind")
     key = serializers.CharField(source="memory.key")
@@ -108,7 +116,7 @@ class RecalledMemorySerializer(serializers.Serializer):
     rank = serializers.FloatField()
 
 
-class ConflictStatementSerializer(serializers.Serializer):
+class ConflictStatementSerializer(serializers.Serializer[Memory]):
     memory = serializers.UUIDField(source="id")
     statement = serializers.CharField()
     basis = serializers.CharField()
@@ -116,13 +124,13 @@ class ConflictStatementSerializer(serializers.Serializer):
     expires_at = serializers.DateTimeField(allow_null=True)
 
 
-class RecallConflictSerializer(serializers.Serializer):
+class RecallConflictSerializer(serializers.Serializer[ConflictGroup]):
     id = serializers.IntegerField()
     key = serializers.CharField()
     statements = ConflictStatementSerializer(source="memories", many=True)
 
 
-class RecallResponseSerializer(serializers.Serializer):
+class RecallResponseSerializer(serializers.Serializer[dict[str, Any]]):
     recall = serializers.IntegerField(help_text="The id of the stored record of this read.")
     subject = serializers.CharField()
     goal = serializers.CharField()
@@ -199,10 +207,10 @@ class SubjectRecallView(APIView):
         return Response(RecallResponseSerializer(body).data, headers=headers)
 
 
-class RecallRecordSerializer(serializers.ModelSerializer):
-    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
-    run = serializers.SlugRelatedField(slug_field="ref", read_only=True)
-    subject = serializers.SlugRelatedField(slug_field="ref", read_only=True)
+class RecallRecordSerializer(serializers.ModelSerializer[Recall]):
+    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
+    subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
     position = serializers.IntegerField(
         help_text="Where this memory stood in the recall, from 1; above k it was shown only "
         "as a contender in an open conflict."
@@ -241,7 +249,7 @@ class NewestRecallFirst(Cursor):
         "and rank in each recall and the exact block served. Cursor-paginated.",
     )
 )
-class MemoryRecallsView(generics.ListAPIView):
+class MemoryRecallsView(generics.ListAPIView[Recall]):
     serializer_class = RecallRecordSerializer
     pagination_class = NewestRecallFirst
 

@@ -21,7 +21,7 @@ from ledger.api.fields import (
     StrictIntegerField,
     StrictSerializer,
 )
-from ledger.models import Conflict, Memory, Source, Subject
+from ledger.models import Agent, Conflict, Memory, Run, Source, Subject
 from ledger.policy import KEY_PATTERN
 
 EXCERPT_MAX = 2000
@@ -76,7 +76,10 @@ class MemoryWriteSerializer(StrictSerializer):
     key = SlotKeyField(required=False, allow_blank=True)
     statement = StatementField()
     basis = StrictChoiceField(choices=Memory.Basis.values)
-    source = SourceInputSerializer()
+    # The stubs take a field named like a Field attribute (source, label) for that
+    # attribute; DRF's metaclass moves declared fields off the class, so nothing clashes.
+    # https://github.com/typeddjango/djangorestframework-stubs/issues/158
+    source = SourceInputSerializer()  # type: ignore[assignment]
     expires_at = FutureDateTimeField(required=False, allow_null=True)
     permanent = StrictBooleanField(required=False, default=False)
 
@@ -116,27 +119,28 @@ class MemoryWriteSerializer(StrictSerializer):
 class CorrectionSerializer(StrictSerializer):
     statement = StatementField()
     reason = StrictCharField(max_length=REASON_MAX, multiline=True)
-    source = SourceInputSerializer(required=False)
+    # A field named source: see MemoryWriteSerializer.
+    source = SourceInputSerializer(required=False)  # type: ignore[assignment]
 
 
 class RetractSerializer(StrictSerializer):
     reason = StrictCharField(max_length=REASON_MAX, multiline=True)
 
 
-class SourceSerializer(serializers.ModelSerializer):
-    run = serializers.SlugRelatedField(slug_field="ref", read_only=True)
+class SourceSerializer(serializers.ModelSerializer[Source]):
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
 
     class Meta:
         model = Source
         fields = ["kind", "ref", "run", "turn", "excerpt", "received_at"]
 
 
-class MemorySerializer(serializers.ModelSerializer):
-    subject = serializers.SlugRelatedField(slug_field="ref", read_only=True)
-    run = serializers.SlugRelatedField(slug_field="ref", read_only=True)
-    agent = serializers.SlugRelatedField(slug_field="name", read_only=True)
+class MemorySerializer(serializers.ModelSerializer[Memory]):
+    subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
+    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
     sources = SourceSerializer(many=True, read_only=True)
-    supersedes = serializers.PrimaryKeyRelatedField(read_only=True)
+    supersedes = serializers.PrimaryKeyRelatedField[Memory](read_only=True)
     superseded_by = serializers.SerializerMethodField()
     open_conflicts = serializers.SerializerMethodField()
 
@@ -172,8 +176,8 @@ class MemorySerializer(serializers.ModelSerializer):
         return [c.pk for c in memory.conflicts.all() if c.status == Conflict.Status.OPEN]
 
 
-class ConflictSerializer(serializers.ModelSerializer):
-    subject = serializers.SlugRelatedField(slug_field="ref", read_only=True)
+class ConflictSerializer(serializers.ModelSerializer[Conflict]):
+    subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
     statements = serializers.SerializerMethodField()
 
     class Meta:
@@ -187,7 +191,7 @@ class ConflictSerializer(serializers.ModelSerializer):
         ]
 
 
-class SubjectSerializer(serializers.ModelSerializer):
+class SubjectSerializer(serializers.ModelSerializer[Subject]):
     counts = serializers.SerializerMethodField()
     open_conflicts = serializers.SerializerMethodField()
 
@@ -203,10 +207,13 @@ class SubjectSerializer(serializers.ModelSerializer):
 
     def get_open_conflicts(self, subject: Subject) -> list[dict[str, Any]]:
         conflicts = subject.conflicts.open().prefetch_related("memories")
-        return ConflictSerializer(conflicts, many=True).data
+        # many=True makes a ListSerializer, whose data is a list; the stubs cannot say so.
+        # https://github.com/typeddjango/djangorestframework-stubs/issues/827
+        return ConflictSerializer(conflicts, many=True).data  # type: ignore[return-value]
 
 
-class HistoryEntrySerializer(serializers.Serializer):
+# Its rows are simple-history's generated models, which are untyped.
+class HistoryEntrySerializer(serializers.Serializer[Any]):
     version = serializers.IntegerField()
     status = serializers.CharField()
     statement = serializers.CharField()

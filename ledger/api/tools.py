@@ -59,7 +59,9 @@ DESCRIPTIONS = {
 RUN = "Your run's reference; a run belongs to the agent that started it."
 
 
-def field_schema(f: serializers.Field, notes: dict[str, str] | None = None) -> dict[str, Any]:
+def field_schema(
+    f: serializers.Field[Any, Any, Any, Any], notes: dict[str, str] | None = None
+) -> dict[str, Any]:
     """The JSON Schema of one strict input field."""
     schema: dict[str, Any]
     if isinstance(f, serializers.Serializer):
@@ -97,7 +99,7 @@ def field_schema(f: serializers.Field, notes: dict[str, str] | None = None) -> d
     return schema
 
 
-def _pattern(f: serializers.Field) -> str | None:
+def _pattern(f: serializers.Field[Any, Any, Any, Any]) -> str | None:
     if isinstance(f, RefField):
         return REF_PATTERN.pattern
     if isinstance(f, SlotKeyField):
@@ -109,7 +111,7 @@ def _pattern(f: serializers.Field) -> str | None:
 
 
 def object_schema(
-    serializer: serializers.Serializer, notes: dict[str, str] | None = None
+    serializer: serializers.Serializer[Any], notes: dict[str, str] | None = None
 ) -> dict[str, Any]:
     fields = serializer.fields
     return {

@@ -59,7 +59,7 @@ class CardContext:
         corrections = [str(m.pk) for m in memories if m.stated_by == StatedBy.CORRECTION]
         corrected_by: dict[str, str] = {}
         if corrections:
-            created = Memory.history.filter(id__in=corrections, history_type="+")  # type: ignore[attr-defined]
+            created = Memory.history.filter(id__in=corrections, history_type="+")
             corrected_by = {
                 str(pk): actor for pk, actor in created.values_list("id", "history_actor")
             }

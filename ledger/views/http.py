@@ -12,5 +12,5 @@ from django_htmx.middleware import HtmxDetails
 
 
 class SignedInRequest(HttpRequest):
-    user: User  # type: ignore[assignment]
+    user: User
     htmx: HtmxDetails

@@ -15,7 +15,7 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from ledger import access
-from ledger.choices import LEDGER_KIND_READINGS
+from ledger.choices import LEDGER_KIND_READINGS, LedgerKind
 from ledger.models import LedgerEntry, Subject
 from ledger.querysets import LedgerEntryQuerySet
 from ledger.views.http import SignedInRequest
@@ -46,12 +46,12 @@ class Section:
 def _rows(
     entries: LedgerEntryQuerySet,
     now: datetime,
-    labels: dict[LedgerEntry.Kind, str] = LEDGER_KIND_READINGS,
+    labels: dict[LedgerKind, str] = LEDGER_KIND_READINGS,
 ) -> list[Row]:
     related = entries.select_related(
         "run", "agent", "source", "promotion_source", "supersedes", "superseded_by"
     )
-    return [Row(e, labels[LedgerEntry.Kind(e.kind)], e.status_at(now)) for e in related]
+    return [Row(e, labels[LedgerKind(e.kind)], e.status_at(now)) for e in related]
 
 
 def staff_sections(entries: LedgerEntryQuerySet, now: datetime) -> list[Section]:

@@ -13,8 +13,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import F, Prefetch, Window
-from django.db.models.functions import RowNumber
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -32,7 +30,7 @@ from ledger.actions.lifecycle import (
     retract_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, RecallItem, Source, Subject
+from ledger.models import Conflict, Memory, Subject
 from ledger.views.cards import Card, CardContext, card_for, open_conflicts
 from ledger.views.forms import (
     BASIS_FILTERS,
@@ -42,13 +40,11 @@ from ledger.views.forms import (
     renew_until,
 )
 from ledger.views.http import SignedInRequest
-from ledger.views.presenting import KIND_TITLES, Names, steps, undo_seconds
+from ledger.views.presenting import KIND_TITLES, Names, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
 # Support sees the latest runs about a person; older ones are reached through the ledger.
 RUNS_SHOWN = 20
-# The latest reads of one version on its history page; the API lists them all.
-READS_SHOWN = 50
 
 
 @dataclass
@@ -151,7 +147,8 @@ def _fragment(
     return render(request, f"{TEMPLATE}#{name}", context, status=status)
 
 
-def _visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
+def visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
+    """The memory, if the viewer may see its subject; a 404 otherwise, as if it did not exist."""
     return get_object_or_404(
         Memory.objects.visible_to(request.user).select_related("subject"), pk=pk
     )
@@ -190,7 +187,7 @@ def _is_uuid(value: str) -> bool:
 @login_required
 @require_GET
 def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
-    memory = _visible_memory(request, pk)
+    memory = visible_memory(request, pk)
     if not request.htmx:
         return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
     return _fragment(request, "card", memory)
@@ -199,7 +196,7 @@ def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 @login_required
 def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the inline form. POST: save a correction, which supersedes the old memory."""
-    memory = _visible_memory(request, pk)
+    memory = visible_memory(request, pk)
     own = is_own(request, memory.subject)
     if request.method == "GET":
         if not request.htmx:
@@ -257,7 +254,7 @@ def _refused_edit(
 @login_required
 def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the confirm step. POST: retract; agents stop recalling it at once."""
-    memory = _visible_memory(request, pk)
+    memory = visible_memory(request, pk)
     if request.method == "GET":
         if not request.htmx:
             return HttpResponseRedirect(
@@ -295,7 +292,7 @@ def _refused(
 @login_required
 @require_POST
 def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
-    memory = _visible_memory(request, pk)
+    memory = visible_memory(request, pk)
     try:
         restored = restore_memory(
             memory=memory,
@@ -315,7 +312,7 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 @require_POST
 def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """A person answers the question about a guess: yes confirms it, no deletes it."""
-    memory = _visible_memory(request, pk)
+    memory = visible_memory(request, pk)
     answer = request.POST.get("answer", "")
     actor = Actor.for_user(request.user)
     own = is_own(request, memory.subject)
@@ -353,7 +350,7 @@ def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 @require_POST
 def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Give an expired (or expiring) memory a new life until the chosen day."""
-    memory = _visible_memory(request, pk)
+    memory = visible_memory(request, pk)
     try:
         until = renew_until(request.POST.get("until", ""))
         memory = renew_memory(
@@ -368,84 +365,6 @@ def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         messages.success(request, "Renewed.")
         return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
     return _fragment(request, "card", memory, note="Renewed.", focus=True)
-
-
-def _chain(memory: Memory) -> list[Memory]:
-    """Every version of ``memory``, newest first: what it corrected, and what corrected it.
-
-    Corrections stay within one subject, so its links are read in one light query and
-    walked here, whatever the length of the chain.
-    """
-    links = dict(Memory.objects.for_subject(memory.subject).values_list("pk", "supersedes_id"))
-    following = {old: new for new, old in links.items() if old is not None}
-    first = memory.pk
-    while links.get(first) is not None:
-        first = links[first]
-    ids = [first]
-    while ids[-1] in following:
-        ids.append(following[ids[-1]])
-    sources = Source.objects.select_related("run")
-    rows = Memory.objects.filter(pk__in=ids).prefetch_related(Prefetch("sources", sources))
-    by_id = {m.pk: m for m in rows}
-    return [by_id[pk] for pk in reversed(ids)]
-
-
-def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[RecallItem]]:
-    """The latest recalls of each version, at most ``READS_SHOWN`` each, in one query."""
-    latest = (
-        RecallItem.objects.filter(memory__in=chain)
-        .select_related("recall__agent", "recall__run")
-        .annotate(
-            row=Window(
-                RowNumber(),
-                partition_by=[F("memory_id")],
-                order_by=[F("recall__recalled_at").desc(), F("recall_id").desc()],
-            )
-        )
-        .filter(row__lte=READS_SHOWN)
-        .order_by("memory_id", "row")
-    )
-    reads: dict[uuid.UUID, list[RecallItem]] = {}
-    for item in latest:
-        reads.setdefault(item.memory_id, []).append(item)
-    return reads
-
-
-@login_required
-@require_GET
-def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
-    """Every version of one memory: the chain of corrections, each with its history."""
-    memory = _visible_memory(request, pk)
-    chain = _chain(memory)
-    history = list(
-        Memory.history.filter(id__in=[m.pk for m in chain]).order_by(  # type: ignore[attr-defined]
-            "history_date", "history_id"
-        )
-    )
-    names = Names.for_labels(request.user, [row.history_actor for row in history])
-    staff = access.is_staff(request.user)
-    # Support traces a complaint: where each version came from and which runs read it.
-    reads = _latest_reads(chain) if staff else {}
-    versions = [
-        {
-            "memory": m,
-            "steps": steps([row for row in history if row.id == m.pk], names=names),
-            "current": m.pk == memory.pk,
-            "sources": m.sources.all() if staff else (),
-            "reads": reads.get(m.pk, []),
-        }
-        for m in chain
-    ]
-    return render(
-        request,
-        "ledger/memory_history.html",
-        {
-            "memory": memory,
-            "subject": memory.subject,
-            "own": is_own(request, memory.subject),
-            "versions": versions,
-        },
-    )
 
 
 @login_required
@@ -466,7 +385,9 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
     if statement:
         form = CorrectionForm({"statement": statement})
         if not form.is_valid():
-            return _conflict_refused(request, conflict, " ".join(form.errors["statement"]))
+            return _conflict_refused(
+                request, conflict, " ".join(str(error) for error in form.errors["statement"])
+            )
         statement = form.cleaned_data["statement"]
     try:
         kept = resolve_conflict(

@@ -280,7 +280,7 @@ class Command(BaseCommand):
         write_note(run=run, agent=agent, key="invoice", value="INV-2291, 49.00 EUR, sent twice")
         write_note(run=run, agent=agent, key="next_step", value="Check whether the copy was voided")
         items = ["duplicate invoice", "refund", "apology"]
-        first = {
+        first: dict[str, Any] = {
             "task": {"text": "Sort out Dana's duplicated invoice", "items": items},
             "findings": [
                 {
