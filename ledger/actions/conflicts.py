@@ -27,10 +27,9 @@ def resolve_conflict(
     with transaction.atomic():
         Subject.objects.select_for_update().filter(pk=conflict.subject_id).first()
         locked = Conflict.objects.select_for_update().select_related("subject").get(pk=conflict.pk)
-        policy.refuse_conflict_resolved(locked.status)
         contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
-        if not contenders:
-            policy.refuse_conflict_resolved(Conflict.Status.RESOLVED)
+        # Closed, or open with nobody left standing: either way there is nothing to choose.
+        policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
         if keep is None:
             keep = contenders[0]
         if keep.pk not in {m.pk for m in contenders}:

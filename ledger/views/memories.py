@@ -197,7 +197,6 @@ def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the inline form. POST: save a correction, which supersedes the old memory."""
     memory = visible_memory(request, pk)
-    own = is_own(request, memory.subject)
     if request.method == "GET":
         if not request.htmx:
             return HttpResponseRedirect(
@@ -206,7 +205,9 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         return _fragment(request, "edit-form", memory)
     if request.method != "POST":
         return HttpResponse(status=405)
-    form = CorrectionForm(request.POST, reason_required=not own)
+    form = CorrectionForm(
+        request.POST, reason_required=access.change_needs_reason(request.user, memory.subject)
+    )
     if not form.is_valid():
         return _refused_edit(request, memory, form)
     try:
