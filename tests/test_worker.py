@@ -44,7 +44,9 @@ REMIND = "ledger.tasks.send_reminders"
 OTHER = "acct_9d3e1a77c05b42e8"
 
 
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 20.0) -> Any:
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 90.0) -> Any:
+    # Polling returns as soon as the condition holds; the deadline is generous so that a busy
+    # two-core machine (a worker's fork, a redelivery) never fails a behaviour that is right.
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = condition()
