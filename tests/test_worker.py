@@ -358,6 +358,11 @@ def test_worker_killed_mid_batch_leaves_nothing_half_done_and_the_rerun_finishes
     # Blocked after expiring the batch's rows, inside the batch's open transaction.
     (blocked,) = wait_for(lambda: waiting_on_a_lock(), "the worker to block")
     os.kill(worker.pool_child(), signal.SIGKILL)
+    # PostgreSQL ends a dead client's backend only at its next connection check (every
+    # 200 ms here), and the redelivered message arrives sooner: it would skip the rows the
+    # dead backend still locks instead of waiting for them. End it now, as that check would.
+    with connect(autocommit=True) as probe:
+        probe.execute("SELECT pg_terminate_backend(%s)", [blocked])
 
     # The message was rejected back to the queue and a fresh pool process took it up:
     # a different backend now waits on the same lock, and the killed one is gone.
