@@ -8,8 +8,11 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/memoryadmin
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+# The browser tests drive Debian's Chromium (a test tool's own browser download is not used).
+CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
+export CHROMIUM
 
-.PHONY: run test install install-dev lint fmt screenshots clean
+.PHONY: run test install chromium lint fmt screenshots clean
 
 # A Python >= 3.12: the first of python3.13, python3.12, python3 that is new enough,
 # then any pyenv install.
@@ -32,7 +35,20 @@ run: install
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py collectstatic --no-input -v 0
 	@DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(PY) -m memoryadmin.devserver
 
-test: install
+# Chromium for the browser tests: found, else installed from Debian when this user may,
+# else one line saying how, before any test runs.
+chromium:
+	@if [ -x "$(CHROMIUM)" ]; then exit 0; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+	  echo "The browser tests need Chromium: install it, then run 'make test CHROMIUM=/path/to/chromium'." >&2; exit 1; \
+	elif [ "$$(id -u)" = 0 ]; then sudo=""; \
+	elif sudo -n true 2>/dev/null; then sudo="sudo"; \
+	else echo "The browser tests need Chromium: run 'sudo apt-get install chromium', then 'make test' again." >&2; exit 1; fi; \
+	echo "Installing Debian's chromium for the browser tests (apt-get install chromium)..."; \
+	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null && \
+	echo "Installed $$(command -v chromium)."
+
+test: install chromium
 	DEBUG=1 $(PY) manage.py collectstatic --no-input -v 0
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
 	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
@@ -44,9 +60,13 @@ lint: install
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	DEBUG=1 $(VENV)/bin/mypy ledger memoryadmin
 
+# Retake the README's screenshots from a fresh demo (its own scratch database and server).
+screenshots: install chromium
+	$(PY) -m memoryadmin.screenshots
+
 fmt: install
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
 clean:
-	rm -rf $(VENV) .celery memoryadmin.sqlite3 staticfiles
+	rm -rf $(VENV) .celery memoryadmin.sqlite3 .secret_key staticfiles

@@ -103,16 +103,31 @@ def change_needs_reason(user: Person, subject: Subject) -> bool:
     return not acts_for_person(user, subject)
 
 
+def may_withhold(user: Person | None, subject: Subject) -> bool:
+    """Whether ``user`` may say of a memory "true, but don't use it", or lift that again.
+
+    Only the person: it is their choice about how what is true about them is used, and
+    staff never speak for the person. Support and admins see the choice and its history;
+    a memory that must not be used at all they delete, with a reason.
+    """
+    return user is not None and acts_for_person(user, subject)
+
+
 def staff_usernames(usernames: Iterable[str]) -> set[str]:
     """Which of these people are staff, in one query (history pages name who acted)."""
+    return {name for name, role in roles_of(usernames).items() if role in STAFF_ROLES}
+
+
+def roles_of(usernames: Iterable[str]) -> dict[str, Role]:
+    """The role of each of these people who still exists, in one query (the export names
+    who acted as "the person", "support" or "an admin")."""
     names = set(usernames)
     if not names:
-        return set()
+        return {}
     people = User.objects.filter(username__in=names).prefetch_related("groups")
     return {
-        person.username
+        person.username: _role_from_groups(person, {group.name for group in person.groups.all()})
         for person in people
-        if _role_from_groups(person, {group.name for group in person.groups.all()}) in STAFF_ROLES
     }
 
 

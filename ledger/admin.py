@@ -51,8 +51,17 @@ class ReadOnlyAdmin(NoHistoryRevert):
 
 @admin.register(models.Memory)
 class MemoryAdmin(ReadOnlyAdmin):
-    list_display = ["statement", "subject", "kind", "basis", "status", "written_at", "expires_at"]
-    list_filter = ["status", "kind", "basis"]
+    list_display = [
+        "statement",
+        "subject",
+        "kind",
+        "basis",
+        "status",
+        "withheld",
+        "written_at",
+        "expires_at",
+    ]
+    list_filter = ["status", "withheld", "kind", "basis"]
     search_fields = ["statement", "subject__ref", "key"]
 
 

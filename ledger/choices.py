@@ -55,6 +55,13 @@ class ConflictStatus(models.TextChoices):
     RESOLVED = "resolved"
 
 
+class ConflictResolution(models.TextChoices):
+    """How a person settled a conflict; blank when it closed because a contender went."""
+
+    KEPT = "kept", "one statement kept"
+    REWRITTEN = "rewritten", "rewritten in the person's words"
+
+
 class Outcome(models.TextChoices):
     """What the write gate decided for one request."""
 
@@ -93,8 +100,8 @@ class LedgerStatus(models.TextChoices):
 class JournalState(models.TextChoices):
     INTENDED = "intended"
     DONE = "done"
-    NOT_DONE = "not_done"
-    UNKNOWN = "unknown"
+    NOT_DONE = "not_done", "not done"
+    UNKNOWN = "unknown", "outcome unknown"
 
 
 class SnapshotStatus(models.TextChoices):

@@ -21,6 +21,7 @@ from ledger.querysets import (
     JournalEntryQuerySet,
     LedgerEntryQuerySet,
     MemoryQuerySet,
+    RecallItemQuerySet,
     ReminderQuerySet,
     RunQuerySet,
     SubjectQuerySet,
@@ -175,6 +176,10 @@ class Memory(models.Model):
     expires_at = models.DateTimeField(null=True, blank=True)
     review_at = models.DateTimeField(null=True, blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    # The person's "true, but don't use it": kept and shown to them, and still live for the
+    # gate (duplicates, conflicts, the cap, expiry), but never given to an agent.
+    # A database default too: rows inserted in bulk outside the ORM are usable, not withheld.
+    withheld = models.BooleanField(default=False, db_default=False)
     supersedes = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
     )
@@ -246,6 +251,7 @@ class Conflict(models.Model):
     """Two or more active memories in one subject + key slot that disagree."""
 
     Status = choices.ConflictStatus
+    Resolution = choices.ConflictResolution
 
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts")
     key = models.CharField(max_length=100)
@@ -253,6 +259,13 @@ class Conflict(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     opened_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
+    resolution = models.CharField(
+        max_length=10, choices=choices.ConflictResolution.choices, blank=True, default=""
+    )
+    # The memory left standing when a person settled it: the one kept, or their rewrite.
+    kept = models.ForeignKey(
+        Memory, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     history = tracked()
     objects = ConflictQuerySet.as_manager()
@@ -391,6 +404,8 @@ class RecallItem(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="recall_items")
     position = models.PositiveSmallIntegerField()
     rank = models.FloatField()
+
+    objects = RecallItemQuerySet.as_manager()
 
     class Meta:
         ordering = ["position"]

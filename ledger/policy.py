@@ -63,6 +63,9 @@ class MemoryMove(StrEnum):
     RENEW = "renew"
     RESTORE = "restore"
     EXPIRE = "expire"
+    # "True, but don't use it", and back: the memory keeps its status, agents lose it.
+    WITHHOLD = "withhold"
+    ALLOW = "allow"
 
 
 MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
@@ -72,16 +75,28 @@ MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
         MemoryMove.CONFIRM,
         MemoryMove.RENEW,
         MemoryMove.EXPIRE,
+        MemoryMove.WITHHOLD,
+        MemoryMove.ALLOW,
     ),
+    # A guess is not used until confirmed anyway, so it is answered, not withheld; one that
+    # inherited the person's "don't use" (an agent corrected a withheld memory) may be let go.
     MemoryStatus.PENDING: (
         MemoryMove.CORRECT,
         MemoryMove.RETRACT,
         MemoryMove.CONFIRM,
         MemoryMove.RENEW,
         MemoryMove.EXPIRE,
+        MemoryMove.ALLOW,
     ),
-    # An expired memory stays with the person, who may still fix it or give it a new life.
-    MemoryStatus.EXPIRED: (MemoryMove.CORRECT, MemoryMove.RETRACT, MemoryMove.RENEW),
+    # An expired memory stays with the person, who may still fix it or give it a new life,
+    # and say before renewing it that it must not be used.
+    MemoryStatus.EXPIRED: (
+        MemoryMove.CORRECT,
+        MemoryMove.RETRACT,
+        MemoryMove.RENEW,
+        MemoryMove.WITHHOLD,
+        MemoryMove.ALLOW,
+    ),
     # Only for the undo window, and only by the one who deleted it (``restore_memory``).
     MemoryStatus.RETRACTED: (MemoryMove.RESTORE,),
     # Kept unchanged for audit: a correction is corrected, never its original.
@@ -97,6 +112,8 @@ _MEMORY_REFUSALS = {
     MemoryMove.RENEW: ("not_renewable", "renewed"),
     MemoryMove.RESTORE: ("not_undoable", "restored"),
     MemoryMove.EXPIRE: ("not_expirable", "expired"),
+    MemoryMove.WITHHOLD: ("not_withholdable", "withheld from the assistant"),
+    MemoryMove.ALLOW: ("not_allowable", "allowed again"),
 }
 
 
@@ -115,11 +132,24 @@ def is_actionable(status: str) -> bool:
     return status in ACTIONABLE_MEMORY
 
 
+def allows(status: str, move: MemoryMove) -> bool:
+    """Whether a memory in ``status`` may make ``move``: what a page asks to offer a button."""
+    return move in MEMORY_MOVES.get(status, ())
+
+
 def refuse_memory_move(status: str, move: MemoryMove) -> None:
-    if move in MEMORY_MOVES.get(status, ()):
+    if allows(status, move):
         return
     code, participle = _MEMORY_REFUSALS[move]
     raise Refusal(code, f"A {status} memory cannot be {participle}.", status=409)
+
+
+def undo_seconds_left(*, deleted_at: datetime, now: datetime, within_seconds: int) -> float:
+    """How long a deletion can still be undone: negative once its window has passed.
+
+    ``restore_memory`` refuses below zero; the page takes its Undo button away at zero.
+    """
+    return within_seconds - (now - deleted_at).total_seconds()
 
 
 class LedgerMove(StrEnum):
@@ -308,6 +338,52 @@ def refuse_permanent_guess(*, basis: str, expires_at: datetime | None) -> None:
         raise Refusal(
             "inferred_needs_expiry", "A guess cannot be made permanent; confirm it first.", 400
         )
+
+
+@dataclass(frozen=True)
+class RenewPeriod:
+    days: int
+    words: str
+
+
+# How long a person may keep a memory when they renew it on the dashboard. Periods, not a
+# date picker: nobody has to read a browser's date format, and a memory still gets an end.
+RENEW_PERIODS = (
+    RenewPeriod(7, "1 week"),
+    RenewPeriod(30, "1 month"),
+    RenewPeriod(91, "3 months"),
+    RenewPeriod(182, "6 months"),
+    RenewPeriod(365, "1 year"),
+    RenewPeriod(730, "2 years"),
+)
+
+
+def renew_periods(policy: Policy, *, basis: str) -> tuple[RenewPeriod, ...]:
+    """The periods offered for a memory: a guess no longer than the longest life of a guess."""
+    if basis != Basis.INFERRED:
+        return RENEW_PERIODS
+    longest = policy.inferred_max_days
+    shorter = tuple(p for p in RENEW_PERIODS if p.days < longest)
+    same = [p for p in RENEW_PERIODS if p.days == longest]
+    return (*shorter, same[0] if same else RenewPeriod(longest, f"{longest} days"))
+
+
+def default_renew_period(policy: Policy, *, kind: str, basis: str) -> RenewPeriod:
+    """The one preselected: the longest offered within the kind's usual life."""
+    offered = renew_periods(policy, basis=basis)
+    within = [p for p in offered if p.days <= policy.ttl_days(kind)]
+    return within[-1] if within else offered[0]
+
+
+def renew_period(policy: Policy, *, basis: str, chosen: str) -> RenewPeriod:
+    """The period a person chose, if it is one offered for this memory."""
+    for period in renew_periods(policy, basis=basis):
+        if chosen == str(period.days):
+            return period
+    words = ", ".join(p.words for p in renew_periods(policy, basis=basis))
+    raise Refusal(
+        "period_required", f"Choose how long to keep it: one of {words}. Nothing was changed.", 400
+    )
 
 
 # The ledger.

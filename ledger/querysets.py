@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Iterable
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import Count, F, Max, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ledger import access
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
         JournalEntry,
         LedgerEntry,
         Memory,
+        RecallItem,
         Reminder,
         Run,
         Subject,
@@ -52,9 +56,10 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return self.filter(status__in=LIVE_MEMORY)
 
     def servable(self, now: datetime | None = None) -> MemoryQuerySet:
-        """What an agent may be given: active and not past its expiry at this moment."""
+        """What an agent may be given: active, not past its expiry at this moment, and not
+        withheld by the person. The one filter every recall path (ranking, conflicts) uses."""
         now = now or timezone.now()
-        return self.filter(status=MemoryStatus.ACTIVE).filter(
+        return self.filter(status=MemoryStatus.ACTIVE, withheld=False).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         )
 
@@ -83,6 +88,60 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         for word in text.split():
             queryset = queryset.filter(statement__icontains=word)
         return queryset
+
+
+class UsageRow(TypedDict):
+    memory_id: uuid.UUID
+    conversations: int
+    last_read: datetime
+
+
+class ConversationRow(TypedDict):
+    conversation: int
+    run: str | None
+    agent: str
+    reads: int
+    last_read: datetime
+
+
+class RecallItemQuerySet(models.QuerySet["RecallItem"]):
+    """Which memories agents were given. A conversation is one run; a read made outside
+    any run has nothing to group it with, so it counts as a conversation of its own."""
+
+    def of_memories(self, memories: Iterable[Memory]) -> RecallItemQuerySet:
+        return self.filter(memory__in=list(memories))
+
+    def about(self, subject: Subject) -> RecallItemQuerySet:
+        """Every memory of ``subject`` any agent was given (recalls carry their subject)."""
+        return self.filter(recall__subject=subject)
+
+    def usage_per_memory(self) -> models.QuerySet[Any, UsageRow]:
+        """One row per memory: ``memory_id``, ``conversations`` and ``last_read``."""
+        return (
+            self.order_by()
+            .values("memory_id")
+            .annotate(
+                conversations=Count("recall__run", distinct=True)
+                + Count("pk", filter=Q(recall__run__isnull=True)),
+                last_read=Max("recall__recalled_at"),
+            )
+        )
+
+    def conversations(self) -> models.QuerySet[Any, ConversationRow]:
+        """One row per conversation, latest first: ``run`` (its ref, None outside any run),
+        ``agent`` (its name), ``reads`` and ``last_read``."""
+        return (
+            self.annotate(conversation=Coalesce("recall__run_id", F("recall_id") * -1))
+            .order_by()
+            .values("conversation")
+            .annotate(
+                run=F("recall__run__ref"),
+                agent=F("recall__agent__name"),
+                reads=Count("pk"),
+                last_read=Max("recall__recalled_at"),
+            )
+            .order_by("-last_read", "-conversation")
+        )
 
 
 class ConflictQuerySet(models.QuerySet["Conflict"]):

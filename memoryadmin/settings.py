@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
 from django.utils.csp import CSP
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -44,12 +45,31 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
 
 
+def local_secret_key(path: Path) -> str:
+    """The key of a local SQLite install, made on first use and kept beside it (mode 600)."""
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    key = get_random_secret_key()
+    with os.fdopen(descriptor, "w") as file:
+        file.write(key)
+    return key
+
+
 DEBUG = env_bool("DEBUG")
+DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'memoryadmin.sqlite3'}")
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set unless DEBUG=1.")
-    SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+    if DEBUG:
+        SECRET_KEY = "insecure-development-key-do-not-use-in-production"
+    elif DATABASE_URL.startswith("sqlite:"):
+        # The embedded default: `make run` and the commands beside it work with nothing set.
+        SECRET_KEY = local_secret_key(BASE_DIR / ".secret_key")
+    else:
+        # A deployment: its sessions and password-reset links are signed with this key, so a
+        # missing one is a mistake to report, never something to paper over.
+        raise ImproperlyConfigured("SECRET_KEY must be set (or DEBUG=1 for a local try).")
 
 ALLOWED_HOSTS = [
     h.strip()
@@ -112,12 +132,7 @@ TEMPLATES = [
     },
 ]
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'memoryadmin.sqlite3'}"),
-        conn_max_age=0,
-    )
-}
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
     "DATABASE_POOL", True
 ):
@@ -130,8 +145,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
-    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": f"django.contrib.auth.password_validation.{name}"}
+    for name in (
+        "UserAttributeSimilarityValidator",
+        "MinimumLengthValidator",
+        "CommonPasswordValidator",
+        "NumericPasswordValidator",
+    )
 ]
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
@@ -193,7 +213,8 @@ SIMPLE_HISTORY_REVERT_DISABLED = True
 
 # Celery. The default broker is a folder on disk: no service needed for `make run`.
 CELERY_BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", BASE_DIR / ".celery"))
-CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+# The folder broker needs no host; naming one keeps kombu from warning that none was given.
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost/")
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
@@ -205,6 +226,9 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER")
+# What a task prints (the console e-mail backend, say) reaches the terminal as it is, not
+# re-logged line by line as warnings.
+CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_BROKER_DIR / "beat-schedule")
 # Periods in seconds. Each message expires after one period: if no worker took it by then,
 # the next one will do the same work, so a backlog of stale runs never piles up.
@@ -259,6 +283,8 @@ MEMORYADMIN_EXPIRING_SOON_DAYS: int = env_int("MEMORYADMIN_EXPIRING_SOON_DAYS", 
 MEMORYADMIN_SITE_URL: str = os.environ.get("MEMORYADMIN_SITE_URL", "http://127.0.0.1:8000").rstrip(
     "/"
 )
+# Where people are told to write when they need a person; empty hides the offer.
+MEMORYADMIN_SUPPORT_EMAIL: str = os.environ.get("MEMORYADMIN_SUPPORT_EMAIL", "")
 # Journal intents that have not reported back after this long must be checked by hand.
 MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES: int = env_int(
     "MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15

@@ -1,10 +1,19 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico whatever a page links (the API docs, a JSON response):
+    send them to the icon rather than a 404. Not permanent: the static URL may change."""
+    return HttpResponseRedirect(static("ledger/favicon.svg"))
+
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -30,5 +39,6 @@ urlpatterns = [
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
     ),
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("ledger.urls")),
 ]

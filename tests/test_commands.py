@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from rest_framework.test import APIClient
 
@@ -63,6 +64,50 @@ def test_create_person_without_password_is_refused(monkeypatch) -> None:
         run("create_person", "dana", "--role", "user")
 
 
+def test_create_person_refuses_an_existing_person_and_changes_nothing(monkeypatch) -> None:
+    monkeypatch.setenv("PERSON_PASSWORD", "correct-horse-battery")
+    run("create_person", "dana", "--role", "user")
+    monkeypatch.setenv("PERSON_PASSWORD", "another-long-password")
+    with pytest.raises(CommandError, match="already exists.*--update"):
+        run("create_person", "dana", "--role", "support")
+    assert authenticate(username="dana", password="correct-horse-battery") is not None
+    assert not authenticate(username="dana", password="correct-horse-battery").groups.exists()
+
+
+def test_create_person_update_changes_what_is_given_and_says_so(monkeypatch) -> None:
+    monkeypatch.setenv("PERSON_PASSWORD", "correct-horse-battery")
+    run("create_person", "dana", "--role", "user", "--email", "dana@example.com")
+    monkeypatch.delenv("PERSON_PASSWORD")
+    said = run("create_person", "dana", "--update", "--subject", "acct_9")
+    assert said.strip() == "Updated 'dana': now owns subject acct_9."
+    # No PERSON_PASSWORD: the password stays as it was.
+    dana = authenticate(username="dana", password="correct-horse-battery")
+    assert dana is not None and Subject.objects.get(ref="acct_9").owner == dana
+    assert run("create_person", "dana", "--update").strip() == "Updated 'dana': nothing to change."
+    monkeypatch.setenv("PERSON_PASSWORD", "another-long-password")
+    said = run("create_person", "dana", "--update", "--email", "d@example.org")
+    assert said.strip() == (
+        "Updated 'dana': e-mail dana@example.com → d@example.org; password changed."
+    )
+    assert authenticate(username="dana", password="another-long-password") is not None
+
+
+def test_create_person_update_of_nobody_is_refused() -> None:
+    with pytest.raises(CommandError, match="no person called 'nobody'"):
+        run("create_person", "nobody", "--update", "--role", "support")
+
+
+@pytest.mark.parametrize(
+    ("password", "problem"),
+    [("x", "too short"), ("password123", "too common"), ("danawhitfield", "too similar")],
+)
+def test_create_person_applies_the_password_validators(monkeypatch, password, problem) -> None:
+    monkeypatch.setenv("PERSON_PASSWORD", password)
+    with pytest.raises(CommandError, match=f"password was refused.*{problem}"):
+        run("create_person", "dana", "--role", "user", "--email", "danawhitfield@example.com")
+    assert not User.objects.filter(username="dana").exists()
+
+
 def test_seed_demo_loads_a_realistic_demo_once() -> None:
     run("seed_demo")
     counts = {s: Memory.objects.filter(status=s).count() for s in Memory.Status.values}
@@ -96,6 +141,30 @@ def test_production_settings_refuse_to_start_without_a_secret_key() -> None:
     )
     assert result.returncode != 0
     assert "SECRET_KEY must be set" in result.stderr
+
+
+def test_a_local_sqlite_install_makes_its_secret_key_once_and_keeps_it_private(
+    tmp_path: Path,
+) -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DEBUG")}
+    env |= {
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+    }
+    script = (
+        "import django; from django.conf import settings; django.setup(); "
+        "from memoryadmin.settings import local_secret_key; "
+        f"print(local_secret_key(__import__('pathlib').Path({str(tmp_path / 'key')!r})))"
+    )
+    keys = [
+        subprocess.run(
+            [sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True
+        )
+        for _ in range(2)
+    ]
+    assert [k.returncode for k in keys] == [0, 0], keys[0].stderr
+    assert keys[0].stdout == keys[1].stdout and len(keys[0].stdout.strip()) == 50
+    assert (tmp_path / "key").stat().st_mode & 0o777 == 0o600
 
 
 def test_revoked_key_is_refused_at_once() -> None:

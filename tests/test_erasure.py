@@ -252,3 +252,16 @@ def test_the_erase_page_asks_for_the_name(dana, everything) -> None:
     html = dana.get(reverse("subject-erase", args=[everything.ref])).content.decode()
     assert "To confirm, type" in html
     assert SECRETS["name"] in html
+
+
+def test_the_paused_banner_after_erasure_says_nothing_is_used(dana, everything) -> None:
+    response = erase(dana, everything, SECRETS["name"])
+    html = dana.get(response["Location"]).content.decode()
+    assert "Memory is paused" in html
+    assert "Nothing about you is remembered or used right now." in html
+    assert "What it already remembers is still used" not in html
+    # Switched off and on again through the banner itself, it still says the truth.
+    banner = dana.post(
+        reverse("subject-pause", args=[everything.ref]), {"paused": "on"}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert "Nothing about you is remembered or used right now." in banner

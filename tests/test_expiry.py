@@ -62,7 +62,7 @@ def test_memory_past_its_expiry_becomes_expired_and_history_says_expiry_did_it(
     assert memory.status_changed_at == WRITTEN + timedelta(days=3, minutes=1)
     last = memory.history.first()
     assert last.history_actor == "system:expiry"
-    assert last.history_change_reason.startswith("Expired: its expiry, 2026-01-13 09:00")
+    assert last.history_change_reason.startswith("Expired: its expiry, 13 January 2026, 09:00 UTC")
     assert not Memory.objects.servable().filter(pk=memory.pk).exists()
 
 

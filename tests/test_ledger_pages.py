@@ -131,6 +131,28 @@ def test_the_person_sees_only_commitments_and_proposals_about_them(
         assert hidden not in html
 
 
+def test_the_person_can_write_to_support_from_their_ledger(
+    ledger: dict[str, LedgerEntry], make_person: Callable[..., User], settings: Any
+) -> None:
+    settings.MEMORYADMIN_SUPPORT_EMAIL = "help@bakery.example"
+    html = signed_in(make_person("dana", subject=SUBJECT)).get(LEDGER).content.decode()
+    assert "write to support at help@bakery.example</a>" in html
+    assert (
+        '<a href="mailto:help@bakery.example?subject=Something%20is%20wrong%20in%20what%20the'
+        f'%20assistant%20recorded%20%28{SUBJECT}%29">'
+    ) in html
+
+
+def test_without_a_support_address_the_ledger_names_no_dead_end(
+    ledger: dict[str, LedgerEntry], make_person: Callable[..., User], settings: Any
+) -> None:
+    settings.MEMORYADMIN_SUPPORT_EMAIL = ""
+    html = signed_in(make_person("dana", subject=SUBJECT)).get(LEDGER).content.decode()
+    assert "mailto:" not in html
+    assert "contact support" not in html
+    assert "ask the team that runs this assistant to correct it" in html
+
+
 def test_the_person_cannot_filter_into_other_kinds(
     ledger: dict[str, LedgerEntry], make_person: Callable[..., User]
 ) -> None:
@@ -162,7 +184,7 @@ def test_kind_filter_swaps_only_the_sections(
     assert "Offer a 15 % discount" in fragment and "Never e-mail" not in fragment
     page = support.get(LEDGER).content.decode()
     assert 'href="?kind=proposal" hx-get="?kind=proposal"' in page
-    assert 'aria-current="true">proposal<' in fragment
+    assert 'aria-current="true">Proposal<' in fragment
 
 
 def test_a_fact_is_shown_as_text_never_as_markup(

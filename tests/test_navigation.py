@@ -59,3 +59,35 @@ def test_the_person_sees_the_history_without_the_trace(subject_with_a_run) -> No
     html = signed_in("dana").get(f"/memories/{memory.pk}/history/").content.decode()
     assert "History of a memory" in html
     assert "Read by agents" not in html
+
+
+def test_every_page_and_the_admin_have_an_icon_and_favicon_ico_finds_it(
+    subject_with_a_run, client
+) -> None:
+    icon = '<link rel="icon" href="/static/ledger/favicon.svg" type="image/svg+xml">'
+    assert icon in client.get("/accounts/login/").content.decode()
+    assert icon in client.get("/admin/login/").content.decode()
+    assert icon in signed_in("sam").get(f"/subjects/{SUBJECT}/").content.decode()
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302
+    assert response["Location"] == "/static/ledger/favicon.svg"
+
+
+def test_the_staff_search_has_a_button_and_works_without_javascript(subject_with_a_run) -> None:
+    sam = signed_in("sam")
+    html = sam.get("/").content.decode()
+    assert '<button type="submit">Search</button>' in html
+    found = sam.get("/", {"q": SUBJECT[:8]}).content.decode()
+    assert f'href="/subjects/{SUBJECT}/"' in found
+    assert "No subject matches" in sam.get("/", {"q": "nobody-like-this"}).content.decode()
+
+
+def test_the_staff_search_answers_htmx_with_only_the_results(subject_with_a_run) -> None:
+    response = signed_in("sam").get(
+        "/", {"q": SUBJECT[:8]}, headers={"HX-Request": "true", "HX-Target": "subject-results"}
+    )
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="subject-results">')
+    assert f'href="/subjects/{SUBJECT}/"' in html
+    assert "<html" not in html
+    assert "HX-Request" in response["Vary"]

@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from ledger.actions.journal import journal_intent, run_for_agent
 from ledger.actions.ledger_entries import record_ledger_entry
-from ledger.actions.lifecycle import correct_memory
+from ledger.actions.lifecycle import correct_memory, withhold_memory
 from ledger.actions.notes import write_note
 from ledger.actions.recalls import record_recall
 from ledger.actions.reminders import create_due_reminders
@@ -59,9 +59,13 @@ def numbers() -> Iterator[int]:
 
 @pytest.fixture
 def grow_memories(
-    remember: Callable[..., Memory], people: dict[str, User], numbers: Iterator[int]
+    remember: Callable[..., Memory],
+    people: dict[str, User],
+    numbers: Iterator[int],
+    agent: Agent,
 ) -> Callable[[int], None]:
-    """Add corrected memories (by the person and by support), guesses and conflicts."""
+    """Add corrected memories (by the person and by support), guesses, conflicts, memories
+    the person withheld, and reads of them in runs and outside any run."""
 
     def grow(times: int) -> None:
         for _ in range(times):
@@ -77,6 +81,15 @@ def grow_memories(
             remember(f"Guess {n}.", basis="inferred")
             remember(f"Lives in town {n}.", key=f"home.{n}")
             remember(f"Lives in city {n}.", key=f"home.{n}")
+            withhold_memory(
+                memory=remember(f"Kept but not used {n}."),
+                actor=Actor.for_user(people["dana"]),
+                withheld=True,
+            )
+            subject = written.subject
+            for run in (f"run_{n}", f"run_{n}", None):
+                result = recall(subject=subject, goal="statement lives town", k=5)
+                record_recall(agent=agent, result=result, run_ref=run)
 
     return grow
 
@@ -87,6 +100,42 @@ def test_the_subject_page(
 ) -> None:
     client = signed_in(people[who])
     url = f"/subjects/{SUBJECT}/"
+    grow_memories(1)
+    first = queries(client, url)
+    grow_memories(MORE)
+    assert queries(client, url) == first
+
+
+@pytest.mark.parametrize("who", ["dana", "sam"])
+def test_the_list_of_conversations_that_used_a_memory(
+    remember: Callable[..., Memory], people: dict[str, User], agent: Agent, who: str
+) -> None:
+    client = signed_in(people[who])
+    memory = remember("Prefers phone calls.")
+    url = f"/memories/{memory.pk}/uses/"
+
+    def read(times: int) -> None:
+        for n in range(times):
+            for run in (f"run_uses_{n}_{timezone.now().timestamp()}", None):
+                result = recall(subject=memory.subject, goal="calls", k=5)
+                record_recall(agent=agent, result=result, run_ref=run)
+
+    read(1)
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url, HTTP_HX_REQUEST="true").status_code == 200
+    first = len(captured)
+    read(MORE)
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url, HTTP_HX_REQUEST="true").status_code == 200
+    assert len(captured) == first
+
+
+@pytest.mark.parametrize("who", ["dana", "sam"])
+def test_the_export(
+    grow_memories: Callable[[int], None], people: dict[str, User], who: str
+) -> None:
+    client = signed_in(people[who])
+    url = f"/subjects/{SUBJECT}/export/"
     grow_memories(1)
     first = queries(client, url)
     grow_memories(MORE)

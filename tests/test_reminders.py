@@ -113,6 +113,29 @@ def test_statement_is_sent_as_written_in_the_plain_text_digest(
     assert 'Says <b>"R&D"</b> owns the budget.' in mail.outbox[0].body
 
 
+def test_a_long_statement_is_sent_readable_and_each_digest_logs_one_line(
+    remember: Callable[..., Memory],
+    people: dict[str, User],
+    clock: Callable[[datetime], None],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    statement = "Prefers a call back from the same advisor who handled the billing dispute · " * 2
+    remember(statement.strip())
+    clock(DUE)
+    with caplog.at_level("INFO", logger="ledger.actions.reminders"):
+        send_reminders()
+    to_dana = next(m for m in mail.outbox if m.to == ["dana@example.com"])
+    raw = to_dana.message().as_bytes().decode()
+    # 8-bit text, not quoted-printable: the statement reads as written in the raw message.
+    assert "Content-Transfer-Encoding: 8bit" in raw
+    assert statement.strip() in raw
+    assert caplog.messages == [
+        "Reminder digest sent to sam@example.com: 1 reminder(s).",
+        "Reminder digest sent to kim@example.com: 1 reminder(s).",
+        "Reminder digest sent to dana@example.com: 1 reminder(s).",
+    ]
+
+
 def test_owner_without_email_still_has_the_reminder_on_their_page(
     remember: Callable[..., Memory], people: dict[str, User], clock: Callable[[datetime], None]
 ) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -86,7 +87,9 @@ def test_the_timeline_draws_the_budget_as_an_accessible_chart(
     support: Client, run_with_history: list[Snapshot]
 ) -> None:
     page = support.get(TIMELINE).content.decode()
-    assert '<svg class="budget-chart"' in page
+    # Drawn beside its labels for wide screens and stacked under them for phones.
+    assert '<svg class="budget-chart wide"' in page
+    assert '<svg class="budget-chart stacked"' in page
     assert 'role="img"' in page
     assert "<title>Summary: 2900 tokens</title>" in page
     assert "<title>After, not split by part: 6000 tokens</title>" in page
@@ -162,7 +165,8 @@ def test_two_identical_generations_have_an_empty_diff(
     support: Client, run_with_history: list[Snapshot]
 ) -> None:
     page = support.get(DIFF, {"a": 1, "b": 3}).content.decode()
-    assert "The two documents carry the same items" in page
+    assert "Both documents put the same task items in findings and open" in page
+    assert "was rejected" not in page
 
 
 def test_htmx_gets_only_the_diff_fragment(
@@ -197,3 +201,44 @@ def test_a_rejected_document_is_kept_for_people_to_read(
     page = support.get(TIMELINE).content.decode()
     assert "The state document, as it was rejected" in page
     assert "&quot;blocked_by&quot;: &quot;not started&quot;" in page
+
+
+def _text(html: str) -> str:
+    """What a person reads: the page without its tags."""
+    return re.sub(r"<[^>]+>", " ", html)
+
+
+def test_a_rejected_generation_is_not_said_to_carry_the_same_items(
+    support: Client, agent: Agent
+) -> None:
+    compact(agent, copy.deepcopy(DOCUMENT))
+    # The same findings, open items, commitments, queries and artifacts, but a task item
+    # added to neither list: the diff of the two documents is empty, the check is not.
+    document = copy.deepcopy(DOCUMENT)
+    document["task"]["items"].append("Baltic Settle")
+    rejected = compact(agent, document)
+    assert rejected.status == Snapshot.Status.REJECTED
+    page = " ".join(_text(support.get(DIFF, {"a": 1, "b": 2}).content.decode()).split())
+    assert "carry the same items" not in page
+    assert "Generation 2 was rejected" in page
+    assert "The agent never worked from it: below is what it would have changed." in page
+    assert "1 task item is in neither findings nor open: “Baltic Settle”." in page
+    assert "What got generation 2 rejected is above" in page
+
+
+def test_comparing_from_a_rejected_generation_says_what_it_is_compared_with(
+    support: Client, run_with_history: list[Snapshot]
+) -> None:
+    page = " ".join(_text(support.get(DIFF, {"a": 2, "b": 3}).content.decode()).split())
+    assert "Generation 2 was rejected" in page
+    assert "not from what the agent last worked from" in page
+    assert "Tokens 6,000 → 10,400 after compaction." in page
+
+
+def test_the_timeline_names_a_subject_without_a_display_name_once(
+    support: Client, agent: Agent, remember: Any
+) -> None:
+    remember("Likes short answers.")
+    compact(agent, copy.deepcopy(DOCUMENT), subject_ref=SUBJECT)
+    page = " ".join(_text(support.get(TIMELINE).content.decode()).split())
+    assert f"Agent fixture-agent · subject {SUBJECT} · 1 generation" in page

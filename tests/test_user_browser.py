@@ -148,7 +148,7 @@ def test_end_user_walks_through_every_fix(browser_page, dana, live_server) -> No
     with page.expect_download() as download:
         page.get_by_role("link", name="Download everything (JSON)").click()
     document = json.loads(open(download.value.path(), encoding="utf-8").read())  # noqa: SIM115
-    assert document["format"] == "memoryadmin.export/1"
+    assert document["format"] == "memoryadmin.export/2"
     statements = {m["statement"] for m in document["memories"]}
     assert "Likes short answers." in statements
     assert "Likes short answers with the summary first." in statements

@@ -203,6 +203,20 @@ def test_undo_after_the_window_is_refused_with_a_reason(dana) -> None:
     assert old.status == Memory.Status.RETRACTED
 
 
+def test_the_undo_offer_is_withdrawn_once_its_window_has_passed(dana) -> None:
+    old = memory("Prefers email over telephone for billing questions.")
+    offer = dana.post(reverse("memory-delete", args=[old.pk]), **HTMX).content.decode()
+    assert "for 30 seconds" in offer
+    with time_machine.travel(timezone.now() + timedelta(seconds=31)):
+        closed = dana.get(reverse("memory-undo", args=[old.pk]), **HTMX).content.decode()
+        page = dana.get(page_url(), {"deleted": old.pk}).content.decode()
+    for html in (closed, page):
+        assert "It can no longer be undone" in html
+        assert ">Undo</button>" not in html
+    old.refresh_from_db()
+    assert old.status == Memory.Status.RETRACTED
+
+
 def test_delete_without_javascript_shows_undo_on_the_page(dana) -> None:
     old = memory("Prefers email over telephone for billing questions.")
     response = dana.post(reverse("memory-delete", args=[old.pk]), follow=True)
@@ -263,6 +277,21 @@ def test_keeping_one_side_retracts_the_other_and_closes_the_conflict(dana, confl
     assert other.history.first().history_change_reason == "Conflict resolved by the person."
 
 
+def test_the_kept_memory_history_says_who_kept_it_and_over_what(dana, conflict, api) -> None:
+    keep = memory("Prefers a phone call.")
+    dana.post(reverse("conflict-resolve", args=[conflict.pk]), {"keep": keep.pk}, **HTMX)
+    page = dana.get(reverse("memory-history", args=[keep.pk])).content.decode()
+    assert "<strong>Kept when the conflict was resolved</strong> by you" in page
+    assert "deleted instead “Prefers email over telephone for billing questions.”" in page
+    history = api.get(f"/api/v1/memories/{keep.pk}/history").json()["results"]
+    assert history[0]["actor"] == "user:dana"
+    assert history[0]["reason"] == (
+        "Kept when the conflict was resolved by the person: "
+        "deleted instead “Prefers email over telephone for billing questions.”"
+    )
+    assert memory("Prefers a phone call.").status == Memory.Status.ACTIVE
+
+
 def test_rewriting_a_conflict_corrects_one_and_retracts_the_rest(dana, conflict) -> None:
     response = dana.post(
         reverse("conflict-resolve", args=[conflict.pk]),
@@ -287,38 +316,56 @@ def test_expired_memory_says_when_and_can_be_renewed(dana, remember) -> None:
     trip = remember("Is travelling this week.", expires_at=ends, expires_omitted=False)
     with time_machine.travel(ends + timedelta(days=1)):
         html = dana.get(page_url()).content.decode()
-        assert f"expired on {ends.day} {ends:%B}" in html
-        assert "Keep it until" in html
-        until = (ends + timedelta(days=30)).date().isoformat()
-        response = dana.post(reverse("memory-renew", args=[trip.pk]), {"until": until}, **HTMX)
+        assert f"expired on {ends.day} {ends:%B %Y}" in html
+        assert "Keep it for" in html
+        # Periods in words, each with the day it lasts until: no browser date format.
+        until = timezone.now() + timedelta(days=30)
+        assert f">1 month (until {until.day} {until:%B %Y})</option>" in html
+        assert 'type="date"' not in html
+        response = dana.post(reverse("memory-renew", args=[trip.pk]), {"period": "30"}, **HTMX)
     assert "Renewed." in response.content.decode()
     trip.refresh_from_db()
-    # Until the end of the day chosen: the page shows that very day.
-    assert trip.expires_at.date() == (ends + timedelta(days=30)).date()
+    assert trip.expires_at.date() == until.date()
     assert trip.status == Memory.Status.ACTIVE
 
 
-def test_renew_to_the_last_representable_day_is_accepted(dana) -> None:
+def test_renewing_preselects_the_kinds_usual_life(dana, remember) -> None:
+    ends = timezone.now() + timedelta(days=1)
+    remember("Is travelling this week.", kind="episode", expires_at=ends, expires_omitted=False)
+    with time_machine.travel(ends + timedelta(days=1)):
+        html = dana.get(page_url()).content.decode()
+    # An episode lives 90 days by default: the longest period within it is offered first.
+    assert '<option value="30" selected>1 month' in html
+
+
+def test_renewing_without_javascript_redirects_back_with_a_message(dana) -> None:
     kept = memory("Prefers email over telephone for billing questions.")
-    response = dana.post(reverse("memory-renew", args=[kept.pk]), {"until": "9999-12-31"}, **HTMX)
-    assert response.status_code == 200
+    response = dana.post(reverse("memory-renew", args=[kept.pk]), {"period": "365"}, follow=True)
+    assert "Renewed." in response.content.decode()
     kept.refresh_from_db()
-    assert kept.expires_at.year == 9999
+    assert kept.expires_at.date() == (timezone.now() + timedelta(days=365)).date()
 
 
-def test_a_renewed_guess_keeps_the_longest_life_of_a_guess(dana, remember) -> None:
-    guess = remember("Probably works in finance.", basis="inferred")
-    dana.post(reverse("memory-renew", args=[guess.pk]), {"until": "2099-01-01"}, **HTMX)
-    guess.refresh_from_db()
-    longest = timezone.now() + timedelta(days=Policy.current().inferred_max_days)
-    assert guess.expires_at <= longest
-
-
-def test_renew_to_a_past_day_is_refused(dana) -> None:
-    old = memory("Prefers email over telephone for billing questions.")
-    response = dana.post(reverse("memory-renew", args=[old.pk]), {"until": "2001-01-01"}, **HTMX)
+@pytest.mark.parametrize("period", ["", "0", "-30", "31", "abc", "9999999999", "2099-01-01"])
+def test_a_period_not_offered_is_refused_and_nothing_written(dana, period) -> None:
+    kept = memory("Prefers email over telephone for billing questions.")
+    before = (kept.expires_at, kept.version, kept.history.count())
+    response = dana.post(reverse("memory-renew", args=[kept.pk]), {"period": period}, **HTMX)
     assert response.status_code == 400
-    assert "must lie in the future" in response.content.decode()
+    assert "Choose how long to keep it: one of 1 week, 1 month" in response.content.decode()
+    kept.refresh_from_db()
+    assert (kept.expires_at, kept.version, kept.history.count()) == before
+
+
+def test_a_guess_is_offered_no_longer_than_the_longest_life_of_a_guess(dana, remember) -> None:
+    guess = remember("Probably works in finance.", basis="inferred")
+    longest = Policy.current().inferred_max_days
+    refused = dana.post(reverse("memory-renew", args=[guess.pk]), {"period": "365"}, **HTMX)
+    assert refused.status_code == 400
+    dana.post(reverse("memory-renew", args=[guess.pk]), {"period": str(longest)}, **HTMX)
+    guess.refresh_from_db()
+    assert guess.expires_at <= timezone.now() + timedelta(days=longest)
+    assert guess.expires_at > timezone.now() + timedelta(days=longest - 1)
 
 
 def test_expiring_soon_badge(dana, remember) -> None:

@@ -38,10 +38,11 @@ MEMORY_ACTIONS = [
     ("post", "memory-edit", {"statement": "Hijacked."}),
     ("get", "memory-delete", {}),
     ("post", "memory-delete", {}),
+    ("get", "memory-undo", {}),
     ("post", "memory-undo", {}),
     ("post", "memory-answer", {"answer": "yes"}),
     ("post", "memory-answer", {"answer": "no"}),
-    ("post", "memory-renew", {"until": "2099-01-01"}),
+    ("post", "memory-renew", {"period": "365"}),
     ("get", "memory-history", {}),
 ]
 

@@ -421,9 +421,9 @@ def test_reminders_created_once_and_sent_as_one_digest_per_recipient(
     assert not Reminder.objects.filter(sent_at__isnull=True, recipient__email__gt="")
 
     messages = [
-        email.message_from_string(chunk.strip())
+        email.message_from_bytes(chunk.strip())
         for path in mail_dir.iterdir()
-        for chunk in path.read_text().split("-" * 79)
+        for chunk in path.read_bytes().split(b"-" * 79)
         if chunk.strip()
     ]
     by_recipient = {m["To"]: m for m in messages}

@@ -5,10 +5,15 @@ from __future__ import annotations
 from django.db import transaction
 
 from ledger import access, policy
+from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import correct_memory, retract_memory
-from ledger.actions.slots import refresh_conflict
+from ledger.actions.slots import lock_slot, refresh_conflict
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Subject
+
+# The start of the reason on the kept memory's history row; its history page names the
+# step by it.
+KEPT_IN_CONFLICT = "Kept when the conflict was resolved"
 
 
 def resolve_conflict(
@@ -37,15 +42,30 @@ def resolve_conflict(
                 "not_a_contender", "That statement is not part of this conflict.", 400
             )
         by_person = actor.user is not None and access.acts_for_person(actor.user, locked.subject)
-        resolved = (
-            "Conflict resolved by the person." if by_person else "Conflict resolved by staff."
-        )
-        for other in contenders:
-            if other.pk != keep.pk:
-                retract_memory(memory=other, actor=actor, reason=resolved)
+        by = "by the person" if by_person else "by staff"
+        resolved = f"Conflict resolved {by}."
+        deleted = [other for other in contenders if other.pk != keep.pk]
+        for other in deleted:
+            retract_memory(memory=other, actor=actor, reason=resolved)
+        how = Conflict.Resolution.KEPT
         if statement is not None and policy.normalize_statement(statement) != keep.normalized:
             keep = correct_memory(memory=keep, actor=actor, statement=statement, reason=resolved)
+            how = Conflict.Resolution.REWRITTEN
         else:
             # Keeping one as it is: the slot now holds one statement, so the conflict closes.
             refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+            # Nothing in the kept row changes, but a person chose it over the others: its
+            # own history (not only the losers') says who, when and over what.
+            keep = lock_slot(keep)
+            others = ", ".join(f"“{other.statement}”" for other in deleted)
+            save_tracked(
+                keep,
+                actor=actor,
+                reason=f"{KEPT_IN_CONFLICT} {by}: deleted instead {others}",
+                update_fields=[],
+                bump_version=True,
+            )
+        locked.refresh_from_db()
+        locked.resolution, locked.kept = how, keep
+        save_tracked(locked, actor=actor, reason=resolved, update_fields=["resolution", "kept"])
     return keep

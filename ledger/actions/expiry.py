@@ -25,6 +25,7 @@ from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import refresh_conflict
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory
+from ledger.templatetags.dates import when
 
 logger = logging.getLogger(__name__)
 
@@ -127,4 +128,5 @@ def _settle_slots(slots: set[tuple[int, str]]) -> None:
 
 
 def _when(moment: datetime | None) -> str:
-    return timezone.localtime(moment).strftime("%Y-%m-%d %H:%M %Z") if moment else "unset"
+    # The reason is read on the history page, so it uses the people's date format.
+    return when(moment) if moment else "unset"

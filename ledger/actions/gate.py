@@ -146,7 +146,8 @@ def _decide_and_write(
             f"confirmation before agents may use it."
         )
     else:
-        reason = f"Accepted: {data.basis} {data.kind}."
+        # In words, not enum values: people read this reason on the memory's history page.
+        reason = f"Accepted: {Memory.Basis(data.basis).label} {Memory.Kind(data.kind).label}."
     if expiry.capped:
         reason += " Expiry capped at the policy's longest life for an inferred memory."
     save_tracked(memory, actor=actor, reason=reason)

@@ -16,7 +16,7 @@ from ledger import policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actors import Actor
-from ledger.models import Agent, LedgerEntry, Subject
+from ledger.models import Agent, LedgerEntry, Source, Subject
 from ledger.policy import LedgerMove, Refusal
 
 
@@ -73,7 +73,8 @@ def promote_ledger_entry(
             data=source, agent=agent, subject=locked.subject, now=now, actor=actor
         )
         locked.kind = LedgerEntry.Kind.COMMITMENT
-        why = f"Promoted from proposal to commitment: agreed in {source.kind} {source.ref}."
+        agreed_in = Source.Kind(source.kind).label
+        why = f"Promoted from proposal to commitment: agreed in a {agreed_in} ({source.ref})."
         save_tracked(
             locked,
             actor=actor,

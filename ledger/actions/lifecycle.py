@@ -1,4 +1,4 @@
-"""A memory's life after the gate: corrected, deleted, confirmed, renewed, restored.
+"""A memory's life after the gate: corrected, deleted, confirmed, renewed, withheld, restored.
 
 Each move is checked against ``policy.MEMORY_MOVES`` on the locked row, so a concurrent
 change is never undone, and each keeps its slot's conflict in step.
@@ -11,7 +11,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import policy
+from ledger import access, policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import clear_reminders
 from ledger.actions.slots import lock_slot, refresh_conflict
@@ -20,6 +20,10 @@ from ledger.actors import Actor
 from ledger.choices import StatedBy
 from ledger.models import Memory, Policy, Source
 from ledger.policy import MemoryMove
+
+# The reference of the source a person's correction on the dashboard gets: "correction:"
+# and the id of the memory corrected. Pages show it in words (``presenting.source_words``).
+CORRECTION_REF = "correction:"
 
 
 def correct_memory(
@@ -42,7 +46,7 @@ def correct_memory(
         policy.refuse_memory_move(old.status, MemoryMove.CORRECT)
         by_agent = actor.agent is not None
         current = Policy.current()
-        source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"correction:{old.pk}")
+        source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"{CORRECTION_REF}{old.pk}")
         if by_agent:
             policy.refuse_if_paused(old.subject.memory_paused)
             said_by_person = source.kind == Source.Kind.USER_MESSAGE
@@ -71,6 +75,9 @@ def correct_memory(
             supersedes=old,
             agent=actor.agent,
             run=old.run,
+            # Only the person lifts their "don't use it": rewording the memory, as an
+            # agent or support may, must not bring it back to the assistant.
+            withheld=old.withheld,
         )
         old.status = Memory.Status.SUPERSEDED
         old.status_changed_at = now
@@ -211,6 +218,41 @@ def renew_memory(
     return locked
 
 
+def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool, reason: str = "") -> Memory:
+    """The person's "true, but don't use it" (``withheld``), or letting it be used again.
+
+    The memory keeps its status and stays live for the gate (a repeat merges into it, it
+    still counts towards the cap, conflicts and expiry), but recall never serves it
+    (``MemoryQuerySet.servable``). Asking for the state it is already in changes nothing.
+    """
+    move = MemoryMove.WITHHOLD if withheld else MemoryMove.ALLOW
+    with transaction.atomic():
+        locked = lock_slot(memory)
+        if not access.may_withhold(actor.user, locked.subject):
+            raise policy.Refusal(
+                "not_the_person",
+                "Only the person this memory is about can decide whether the assistant uses it.",
+                status=403,
+            )
+        policy.refuse_memory_move(locked.status, move)
+        if locked.withheld == withheld:
+            return locked
+        locked.withheld = withheld
+        said = (
+            "The person's choice: true, but not to be used."
+            if withheld
+            else "The person's choice: it may be used again."
+        )
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=f"{said} {reason}".strip(),
+            update_fields=["withheld"],
+            bump_version=True,
+        )
+    return locked
+
+
 def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memory:
     """Undo a retraction: put back the status the memory had, if the undo is still offered.
 
@@ -228,7 +270,10 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
                 "not_undoable", "Only the person who deleted it can undo that.", status=409
             )
         deleted_at = locked.status_changed_at or rows[0].history_date
-        if (now - deleted_at).total_seconds() > within_seconds:
+        left = policy.undo_seconds_left(
+            deleted_at=deleted_at, now=now, within_seconds=within_seconds
+        )
+        if left < 0:
             raise policy.Refusal(
                 "undo_expired",
                 f"Too late to undo: a deletion can only be undone for {within_seconds} "

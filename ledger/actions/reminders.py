@@ -8,8 +8,10 @@ models: they are notices about memories, not claims, and carry no history.
 
 from __future__ import annotations
 
+import email.policy
 import logging
 from datetime import datetime, timedelta
+from email.policy import Policy
 from smtplib import SMTPException
 
 from django.conf import settings
@@ -147,6 +149,11 @@ def send_digests(*, now: datetime | None = None) -> int:
                         delivered -= {reminder.pk for reminder in reminders}
                     else:
                         sent += 1
+                        logger.info(
+                            "Reminder digest sent to %s: %d reminder(s).",
+                            person.email,
+                            len(reminders),
+                        )
         Reminder.objects.filter(pk__in=delivered).update(sent_at=now)
     if failed:
         raise DigestNotSent(f"{len(failed)} digest(s) failed: {', '.join(failed)}")
@@ -165,7 +172,16 @@ def _digest(person: User, reminders: list[Reminder]) -> EmailMessage:
         render_to_string("ledger/email/reminder_digest_subject.txt", context).split()
     )
     body = render_to_string("ledger/email/reminder_digest.txt", context)
-    return EmailMessage(subject=subject, body=body, to=[person.email])
+    return _PlainText(subject=subject, body=body, to=[person.email])
+
+
+class _PlainText(EmailMessage):
+    """Sent as 8-bit text: a line past 78 characters (a long statement) would otherwise turn
+    the whole body quoted-printable, unreadable on the console and in a raw mail file."""
+
+    def message(self, *, policy: Policy | None = None) -> email.message.EmailMessage:
+        policy = policy or email.policy.default
+        return super().message(policy=policy.clone(max_line_length=998))
 
 
 def clear_reminders(*, memory: Memory, now: datetime | None = None) -> int:

@@ -154,6 +154,7 @@ class MemorySerializer(serializers.ModelSerializer[Memory]):
             "statement",
             "basis",
             "status",
+            "withheld",
             "stated_by",
             "written_at",
             "confirmed_at",
@@ -167,6 +168,14 @@ class MemorySerializer(serializers.ModelSerializer[Memory]):
             "sources",
             "open_conflicts",
         ]
+        # The person's "don't use it": shown to agents, changed only on the person's page.
+        read_only_fields = ["withheld"]
+        extra_kwargs = {
+            "withheld": {
+                "help_text": "The person asked that it not be used: it is kept, but recall "
+                "never serves it, and it must not be used."
+            }
+        }
 
     def get_superseded_by(self, memory: Memory) -> str | None:
         successor = getattr(memory, "superseded_by", None)
@@ -219,6 +228,7 @@ class HistoryEntrySerializer(serializers.Serializer[Any]):
     statement = serializers.CharField()
     basis = serializers.CharField()
     expires_at = serializers.DateTimeField(allow_null=True)
+    withheld = serializers.BooleanField()
     changed_at = serializers.DateTimeField(source="history_date")
     change = serializers.SerializerMethodField()
     actor = serializers.CharField(source="history_actor")

@@ -1,6 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from ledger.api.exports import ExportSchemaView
 from ledger.api.journal import JournalViewSet, RunJournalView
 from ledger.api.ledger import LedgerEntryViewSet, SubjectLedgerView
 from ledger.api.memories import MemoryViewSet, SubjectViewSet
@@ -35,4 +36,5 @@ urlpatterns = [
         StateDocumentSchemaView.as_view(),
         name="state-document-schema",
     ),
+    path("schemas/export", ExportSchemaView.as_view(), name="export-schema"),
 ]

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ledger.snapshots.schema import RESOLVED_STATUSES
+from ledger.snapshots.schema import FINDING_STATUS_WORDS, RESOLVED_STATUSES
 
 # Two commitments at least this similar (difflib ratio, case-folded) are shown as a
 # rewording of one another in a diff rather than as one dropped and one added.
@@ -35,12 +35,24 @@ class Move:
     after: str
     status: str = ""  # the finding's status when the item moved into findings
 
+    @property
+    def status_words(self) -> str:
+        return FINDING_STATUS_WORDS.get(self.status, self.status)
+
 
 @dataclass(frozen=True)
 class StatusChange:
     item: str
     before: str
     after: str
+
+    @property
+    def before_words(self) -> str:
+        return FINDING_STATUS_WORDS.get(self.before, self.before)
+
+    @property
+    def after_words(self) -> str:
+        return FINDING_STATUS_WORDS.get(self.after, self.after)
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,12 @@ from jsonschema import FormatChecker
 # is an answer, and the costliest one to lose); "partial" means work remains.
 FINDING_STATUSES = ("resolved", "not_found", "partial")
 RESOLVED_STATUSES = frozenset({"resolved", "not_found"})
+# How people read each status on the dashboard.
+FINDING_STATUS_WORDS = {
+    "resolved": "resolved",
+    "not_found": "not found",
+    "partial": "partly resolved",
+}
 
 # The parts of the context after compaction, in the order a chart stacks them.
 BUDGET_PARTS = (

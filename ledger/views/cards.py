@@ -15,7 +15,7 @@ from django.utils import timezone
 from ledger import access, policy
 from ledger.actors import Actor
 from ledger.choices import StatedBy
-from ledger.models import Conflict, Memory, Subject
+from ledger.models import Conflict, Memory, Policy, RecallItem, Subject
 from ledger.views.presenting import day, expiring_soon_days, origin, said_label
 
 
@@ -32,6 +32,55 @@ class Card:
     conflict_id: int | None = None
     expired: bool = False
     actionable: bool = True
+    # How many conversations were given it, and when last; None when none ever was.
+    usage: Usage | None = None
+    # "Don't use this" or "Use it again", when the viewer may say so of this memory now.
+    withhold_offer: str = ""
+    # For an expired memory a person may renew: how long it may be kept for.
+    renew_options: list[RenewOption] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RenewOption:
+    days: int
+    text: str  # "1 year (until 1 December 2027)"
+    selected: bool
+
+
+@dataclass(frozen=True)
+class Usage:
+    conversations: int
+    last_read: datetime
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One conversation (run) that was given a memory; ``run`` is None for a read made
+    outside any run."""
+
+    run: str | None
+    agent: str
+    reads: int
+    last_read: datetime
+
+
+# A memory's conversations listed on request; the latest are the ones a person asks about.
+CONVERSATIONS_SHOWN = 50
+
+
+def conversations_of(memory: Memory) -> tuple[list[Conversation], int]:
+    """The latest conversations that were given ``memory``, and how many there are in all.
+    Two queries, however often it was read."""
+    items = RecallItem.objects.of_memories([memory])
+    rows = items.conversations()[:CONVERSATIONS_SHOWN]
+    usage = items.usage_per_memory().first()
+    total = usage["conversations"] if usage else 0
+    return [
+        Conversation(
+            run=row["run"], agent=row["agent"], reads=row["reads"], last_read=row["last_read"]
+        )
+        for row in rows
+    ], total
 
 
 @dataclass(frozen=True)
@@ -44,7 +93,13 @@ class CardContext:
     open_conflicts: dict[str, int]
     # Correction id → who wrote it (its first history row's actor).
     corrected_by: dict[str, str]
+    # Memory id → the conversations that were given it (memories never recalled are absent).
+    usage: dict[str, Usage]
+    # Whether the viewer may withhold this subject's memories (only the person may).
+    may_withhold: bool
     now: datetime
+    # The write policy in force, for the periods a memory may be renewed for.
+    write_policy: Policy
 
     @classmethod
     def load(
@@ -56,6 +111,7 @@ class CardContext:
         conflicts: Iterable[Conflict],
         now: datetime | None = None,
     ) -> CardContext:
+        memories = list(memories)
         corrections = [str(m.pk) for m in memories if m.stated_by == StatedBy.CORRECTION]
         corrected_by: dict[str, str] = {}
         if corrections:
@@ -63,12 +119,22 @@ class CardContext:
             corrected_by = {
                 str(pk): actor for pk, actor in created.values_list("id", "history_actor")
             }
+        usage: dict[str, Usage] = {}
+        if memories:
+            # One grouped query for every card, however many memories and reads.
+            rows = RecallItem.objects.of_memories(memories).usage_per_memory()
+            usage = {
+                str(row["memory_id"]): Usage(row["conversations"], row["last_read"]) for row in rows
+            }
         return cls(
             own=access.acts_for_person(viewer, subject),
             viewer_label=Actor.label_for_user(viewer.get_username()),
             open_conflicts=conflict_map(conflicts),
             corrected_by=corrected_by,
+            usage=usage,
+            may_withhold=access.may_withhold(viewer, subject),
             now=now or timezone.now(),
+            write_policy=Policy.current(),
         )
 
 
@@ -102,9 +168,9 @@ def card_for(memory: Memory, context: CardContext) -> Card:
     if memory.expires_at is None:
         expiry = "Does not expire."
     elif expired:
-        expiry = f"Expired on {day(memory.expires_at, now)}."
+        expiry = f"Expired on {day(memory.expires_at)}."
     else:
-        expiry = f"Expires on {day(memory.expires_at, now)}."
+        expiry = f"Expires on {day(memory.expires_at)}."
     badges: list[tuple[str, str]] = []
     if memory.status == Memory.Status.PENDING:
         badges.append(("pending", "waiting for confirmation"))
@@ -112,21 +178,44 @@ def card_for(memory: Memory, context: CardContext) -> Card:
     if conflict_id is not None:
         badges.append(("conflict", "conflicting"))
     if expired:
-        badges.append(("expired", f"expired on {day(memory.expires_at or now, now)}"))
+        badges.append(("expired", f"expired on {day(memory.expires_at or now)}"))
     elif memory.expires_at is not None and memory.expires_at <= now + timedelta(
         days=expiring_soon_days()
     ):
         badges.append(("expiring", "expiring soon"))
     if memory.status == Memory.Status.RETRACTED:
         badges.append(("retracted", "deleted"))
+    if memory.withheld:
+        badges.append(("withheld", "not used by the assistant"))
+    withhold_offer = ""
+    if context.may_withhold:
+        move = policy.MemoryMove.ALLOW if memory.withheld else policy.MemoryMove.WITHHOLD
+        if policy.allows(memory.status, move):
+            withhold_offer = "Use it again" if memory.withheld else "Don’t use this"
     return Card(
         memory=memory,
         said=said_label(memory, own=context.own, created_by_viewer=created_by_viewer),
-        written=f"Written {origin(first, own=context.own, now=now)}.",
+        written=f"Written {origin(first, own=context.own)}.",
         excerpt=next((s.excerpt for s in sources if s.excerpt), ""),
         expiry=expiry,
         badges=badges,
         conflict_id=conflict_id,
         expired=expired,
         actionable=policy.is_actionable(memory.status),
+        usage=context.usage.get(str(memory.pk)),
+        withhold_offer=withhold_offer,
+        renew_options=renew_options(memory, context) if expired else [],
     )
+
+
+def renew_options(memory: Memory, context: CardContext) -> list[RenewOption]:
+    """The periods offered to renew ``memory``, each with the day it would then last until."""
+    chosen = policy.default_renew_period(context.write_policy, kind=memory.kind, basis=memory.basis)
+    return [
+        RenewOption(
+            days=period.days,
+            text=f"{period.words} (until {day(context.now + timedelta(days=period.days))})",
+            selected=period == chosen,
+        )
+        for period in policy.renew_periods(context.write_policy, basis=memory.basis)
+    ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
 from typing import Any
 
 from django import forms
@@ -71,15 +70,3 @@ class CorrectionForm(forms.Form):
         if bad:
             raise forms.ValidationError(f"The statement holds an invisible character ({bad}).")
         return statement
-
-
-def renew_until(value: str) -> datetime:
-    """The end of the chosen day, so the page shows the day the person picked.
-
-    Raises ``policy.Refusal`` when no valid day was given.
-    """
-    try:
-        chosen = forms.DateField().clean(value)
-    except forms.ValidationError:
-        raise policy.Refusal("date_required", "Choose the day it should last until.", 400) from None
-    return datetime.combine(chosen, time.max, tzinfo=UTC)

@@ -17,7 +17,7 @@ from ledger import access
 from ledger.models import Memory, RecallItem, Source
 from ledger.views.http import SignedInRequest
 from ledger.views.memories import is_own, visible_memory
-from ledger.views.presenting import Names, steps
+from ledger.views.presenting import STATUS_CHANGES, Names, source_words, steps
 
 # The latest reads of one version on its history page; the API lists them all.
 READS_SHOWN = 50
@@ -77,16 +77,22 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     staff = access.is_staff(request.user)
     # Support traces a complaint: where each version came from and which runs read it.
     reads = _latest_reads(chain) if staff else {}
-    versions = [
-        {
-            "memory": m,
-            "steps": steps([row for row in history if row.id == m.pk], names=names),
-            "current": m.pk == memory.pk,
-            "sources": m.sources.all() if staff else (),
-            "reads": reads.get(m.pk, []),
-        }
-        for m in chain
-    ]
+    versions = []
+    for m in chain:
+        rows = [row for row in history if row.id == m.pk]
+        # Who wrote this version: for a dashboard correction, who corrected it.
+        wrote = names.who(rows[0].history_actor) if rows else "someone unrecorded"
+        sources = [(s, *source_words(s, corrected_by=wrote)) for s in m.sources.all()]
+        versions.append(
+            {
+                "memory": m,
+                "status": STATUS_CHANGES.get(m.status, m.status),
+                "steps": steps(rows, names=names),
+                "current": m.pk == memory.pk,
+                "sources": sources if staff else (),
+                "reads": reads.get(m.pk, []),
+            }
+        )
     return render(
         request,
         "ledger/memory_history.html",

@@ -5,6 +5,7 @@ from django.db.models import Count, Q
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.cache import patch_vary_headers
 
 from ledger import access
 from ledger.models import Subject
@@ -27,8 +28,10 @@ def home(request: SignedInRequest) -> HttpResponse:
     )
     if query:
         subjects = subjects.filter(Q(ref__icontains=query) | Q(display_name__icontains=query))
-    return render(
-        request,
-        "ledger/home.html",
-        {"subjects": subjects[:200], "query": query},
-    )
+    template = "ledger/home.html"
+    if request.htmx and request.htmx.target == "subject-results":
+        template += "#results"
+    response = render(request, template, {"subjects": subjects[:200], "query": query})
+    # Same URL, two bodies: caches must key on the htmx headers too.
+    patch_vary_headers(response, ("HX-Request", "HX-Target"))
+    return response

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from urllib.parse import quote, urlencode
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
@@ -88,6 +90,15 @@ def owner_sections(entries: LedgerEntryQuerySet, now: datetime) -> list[Section]
     ]
 
 
+def support_mail(subject: Subject) -> str:
+    """A mailto: link to support that names the subject, or "" when no address is set."""
+    address = settings.MEMORYADMIN_SUPPORT_EMAIL
+    if not address:
+        return ""
+    about = {"subject": f"Something is wrong in what the assistant recorded ({subject.ref})"}
+    return f"mailto:{address}?{urlencode(about, quote_via=quote)}"
+
+
 @login_required
 def subject_ledger(request: SignedInRequest, ref: str) -> HttpResponse:
     subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
@@ -102,8 +113,10 @@ def subject_ledger(request: SignedInRequest, ref: str) -> HttpResponse:
     context = {
         "subject": subject,
         "kind": kind,
-        "kinds": LedgerEntry.Kind.values,
+        "kinds": LedgerEntry.Kind.choices,
         "sections": staff_sections(entries, now) if staff else owner_sections(entries, now),
+        "support_email": settings.MEMORYADMIN_SUPPORT_EMAIL,
+        "support_mail": support_mail(subject),
         "conflicts": LedgerEntry.objects.filter(subject=subject).contradictions(now)
         if staff
         else [],

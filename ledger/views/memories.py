@@ -7,8 +7,10 @@ goes through the viewer's scope, so a memory they may not see is a 404 for every
 
 from __future__ import annotations
 
+import math
 import uuid
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 from django.contrib import messages
@@ -16,6 +18,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
@@ -28,16 +31,16 @@ from ledger.actions.lifecycle import (
     renew_memory,
     restore_memory,
     retract_memory,
+    withhold_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, Subject
-from ledger.views.cards import Card, CardContext, card_for, open_conflicts
+from ledger.models import Conflict, Memory, Policy, Subject
+from ledger.views.cards import Card, CardContext, card_for, conversations_of, open_conflicts
 from ledger.views.forms import (
     BASIS_FILTERS,
     STATUS_FILTERS,
     CorrectionForm,
     Filters,
-    renew_until,
 )
 from ledger.views.http import SignedInRequest
 from ledger.views.presenting import KIND_TITLES, Names, undo_seconds
@@ -129,9 +132,23 @@ def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -
         "groups": [g for g in groups if g.cards],
         "conflicts": [v for v in conflict_views if len(v.cards) > 1],
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
+        "in_use": Memory.objects.for_subject(subject).servable().exists(),
         "erasures": [(e, names.who(e.erased_by)) for e in erasures],
         "undo_seconds": undo_seconds(),
     }
+
+
+def undo_left(memory: Memory) -> int:
+    """Whole seconds until the Undo button goes; 0 once the deletion is final.
+
+    Rounded up past the window's end, so the page's re-fetch then finds it closed.
+    """
+    if memory.status != Memory.Status.RETRACTED or memory.status_changed_at is None:
+        return 0
+    left = policy.undo_seconds_left(
+        deleted_at=memory.status_changed_at, now=timezone.now(), within_seconds=undo_seconds()
+    )
+    return math.floor(left) + 1 if left >= 0 else 0
 
 
 def _fragment(
@@ -142,6 +159,7 @@ def _fragment(
         "own": is_own(request, memory.subject),
         "card": describe(request, memory),
         "undo_seconds": undo_seconds(),
+        "undo_left": undo_left(memory),
         **extra,
     }
     return render(request, f"{TEMPLATE}#{name}", context, status=status)
@@ -171,6 +189,13 @@ def subject_page(request: SignedInRequest, ref: str) -> HttpResponse:
         value = request.GET.get(param, "")
         found = mine.filter(pk=value).first() if _is_uuid(value) else None
         context[param] = describe(request, found) if found else None
+        if param == "deleted" and found:
+            context["undo_left"] = undo_left(found)
+    # The plain path of "which conversations?": the page with that card's list open.
+    value = request.GET.get("uses", "")
+    found = mine.filter(pk=value).first() if _is_uuid(value) else None
+    if found is not None:
+        context.update(uses_context(found))
     if access.may_see_runs(request.user):
         context["runs"] = subject.runs.select_related("agent")[:RUNS_SHOWN]
     return render(request, TEMPLATE, context)
@@ -291,9 +316,16 @@ def _refused(
 
 
 @login_required
-@require_POST
 def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    """GET: the undo offer as it stands now (the page re-fetches it when its time is up).
+    POST: undo the deletion."""
     memory = visible_memory(request, pk)
+    if request.method == "GET":
+        if not request.htmx:
+            return HttpResponseRedirect(subject_url(memory.subject, "undo", deleted=str(memory.pk)))
+        return _fragment(request, "undo", memory)
+    if request.method != "POST":
+        return HttpResponse(status=405)
     try:
         restored = restore_memory(
             memory=memory,
@@ -347,17 +379,69 @@ def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     return _fragment(request, "answered", memory, focus=True)
 
 
+def uses_context(memory: Memory) -> dict[str, Any]:
+    conversations, total = conversations_of(memory)
+    return {
+        "uses_of": memory.pk,
+        "conversations": conversations,
+        "conversations_total": total,
+        "conversations_more": total - len(conversations),
+    }
+
+
+@login_required
+@require_GET
+def memory_uses(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    """The conversations that were given one memory: run, agent and when, latest first."""
+    memory = visible_memory(request, pk)
+    if not request.htmx:
+        return HttpResponseRedirect(
+            subject_url(memory.subject, f"memory-{memory.pk}", uses=str(memory.pk))
+        )
+    context = {"subject": memory.subject, "card": describe(request, memory)}
+    context.update(uses_context(memory))
+    return render(request, f"{TEMPLATE}#uses", context)
+
+
+@login_required
+@require_POST
+def memory_withhold(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    """The person's "Don't use this" (``use=no``) and "Use it again" (``use=yes``)."""
+    memory = visible_memory(request, pk)
+    use = request.POST.get("use", "")
+    try:
+        if use not in ("yes", "no"):
+            raise policy.Refusal("use_required", "Say whether the assistant may use it.", 400)
+        memory = withhold_memory(
+            memory=memory, actor=Actor.for_user(request.user), withheld=use == "no"
+        )
+    except policy.Refusal as refusal:
+        return _refused(request, memory, "card", refusal)
+    note = (
+        "The assistant will not use this any more. It stays here, and you can let it be used again."
+        if memory.withheld
+        else "The assistant may use this again."
+    )
+    if not request.htmx:
+        messages.success(request, note)
+        return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
+    fragment = "question" if memory.status == Memory.Status.PENDING else "card"
+    return _fragment(request, fragment, memory, note=note, focus=True)
+
+
 @login_required
 @require_POST
 def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
-    """Give an expired (or expiring) memory a new life until the chosen day."""
+    """Give an expired (or expiring) memory a new life, for one of the periods offered."""
     memory = visible_memory(request, pk)
     try:
-        until = renew_until(request.POST.get("until", ""))
+        period = policy.renew_period(
+            Policy.current(), basis=memory.basis, chosen=request.POST.get("period", "")
+        )
         memory = renew_memory(
             memory=memory,
             actor=Actor.for_user(request.user),
-            expires_at=until,
+            expires_at=timezone.now() + timedelta(days=period.days),
             reason="Renewed by the person." if is_own(request, memory.subject) else "By support.",
         )
     except policy.Refusal as refusal:

@@ -12,12 +12,15 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.utils import timezone
-from django.utils.dateformat import format as format_date
 
 from ledger import access
+from ledger.actions.conflicts import KEPT_IN_CONFLICT
+from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.choices import StatedBy
 from ledger.models import Memory, Source
+
+# The one human date format, shared with the templates' ``|day`` and ``|when`` filters.
+from ledger.templatetags.dates import day as day
 
 KIND_TITLES = {
     Memory.Kind.PREFERENCE: "Preferences",
@@ -34,15 +37,6 @@ def undo_seconds() -> int:
     return settings.MEMORYADMIN_UNDO_SECONDS
 
 
-def day(value: datetime, now: datetime | None = None) -> str:
-    """'4 March', with the year only when it is not this year."""
-    now = now or timezone.now()
-    local = timezone.localtime(value)
-    if local.year == timezone.localtime(now).year:
-        return format_date(local, "j F")
-    return format_date(local, "j F Y")
-
-
 def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
     if memory.basis == Memory.Basis.INFERRED:
         return "The assistant guessed this"
@@ -55,11 +49,11 @@ def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
     return "You said this" if own else "The person said this"
 
 
-def origin(source: Source | None, *, own: bool, now: datetime | None = None) -> str:
+def origin(source: Source | None, *, own: bool) -> str:
     """Where a memory came from, to follow 'Written': 'from your message in …'."""
     if source is None:
         return "from an unknown source"
-    when = day(source.run.started_at if source.run else source.received_at, now)
+    when = day(source.run.started_at if source.run else source.received_at)
     your = "your" if own else "the person’s"
     match source.kind:
         case Source.Kind.USER_MESSAGE:
@@ -69,9 +63,29 @@ def origin(source: Source | None, *, own: bool, now: datetime | None = None) -> 
         case Source.Kind.TOOL_RESULT:
             return f"from a tool the assistant used on {when}"
         case Source.Kind.OPERATOR:
-            return f"by hand on {when}"
+            return f"on the dashboard on {when}"
         case _:
             return f"from an earlier memory store, imported on {when}"
+
+
+# What a source was, as support reads it on a history page.
+SOURCE_KINDS: dict[str, str] = {
+    Source.Kind.USER_MESSAGE: "Message from the person",
+    Source.Kind.TOOL_RESULT: "Result of a tool the assistant used",
+    Source.Kind.OPERATOR: "Written by hand",
+    Source.Kind.IMPORT: "Imported from an earlier memory store",
+}
+
+
+def source_words(source: Source, *, corrected_by: str) -> tuple[str, str]:
+    """What a source was, and the reference that traces it in the agent's own records.
+
+    A dashboard correction's reference is ours ("correction:<id>"), not the agent's: it is
+    said in words, with who corrected it (``corrected_by``), and no reference is shown.
+    """
+    if source.kind == Source.Kind.OPERATOR and source.ref.startswith(CORRECTION_REF):
+        return f"Corrected on the dashboard by {corrected_by}", ""
+    return SOURCE_KINDS.get(source.kind, source.kind), source.ref
 
 
 def _username(label: str) -> str | None:
@@ -108,7 +122,7 @@ class Names:
         return label or "someone unrecorded"
 
 
-STATUS_CHANGES = {
+STATUS_CHANGES: dict[str, str] = {
     Memory.Status.ACTIVE: "In use",
     Memory.Status.PENDING: "Waiting for confirmation",
     Memory.Status.SUPERSEDED: "Replaced by a correction",
@@ -133,6 +147,11 @@ def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
     for row in rows:
         if previous is None:
             what = f"Written ({STATUS_CHANGES.get(row.status, row.status).lower()})"
+            if row.withheld:
+                # A correction of a withheld memory keeps the person's "don't use it".
+                what = "Written (kept, not used by the assistant)"
+        elif row.withheld != previous.withheld:
+            what = "Not to be used by the assistant" if row.withheld else "Allowed to be used again"
         elif row.status != previous.status:
             what = STATUS_CHANGES.get(row.status, row.status)
             if row.status == Memory.Status.ACTIVE and previous.basis != row.basis:
@@ -143,13 +162,11 @@ def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
             what = f"New expiry: {day(row.expires_at)}" if row.expires_at else "Made permanent"
         else:
             what = "Changed"
-        out.append(
-            Step(
-                at=row.history_date,
-                what=what,
-                who=names.who(row.history_actor),
-                why=row.history_change_reason or "",
-            )
-        )
+        why = row.history_change_reason or ""
+        if why.startswith(KEPT_IN_CONFLICT):
+            # "Kept when the conflict was resolved by the person: deleted instead …": the
+            # step's name, then what else went; who did it is said by ``who``.
+            what, why = KEPT_IN_CONFLICT, why.partition(": ")[2]
+        out.append(Step(at=row.history_date, what=what, who=names.who(row.history_actor), why=why))
         previous = row
     return out

@@ -15,6 +15,7 @@ from ledger import access
 from ledger.models import JournalEntry, Run, RunNote
 from ledger.policy import journal_moves, stale_intent_cutoff
 from ledger.views.http import SignedInRequest
+from ledger.views.presenting import Names
 
 HISTORY_SHOWN = 100
 
@@ -59,7 +60,8 @@ def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
             effect=pretty(e.effect),
             verification=pretty(e.verification),
             stale_intent=e.is_stale_intent(cutoff),
-            moves=journal_moves(e.state),
+            # "not done", not the stored "not_done".
+            moves=tuple(JournalEntry.State(m).label.lower() for m in journal_moves(e.state)),
         )
         for e in entries
     ]
@@ -76,9 +78,18 @@ def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
 @login_required
 def run_notes(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
-    earlier = RunNote.history.filter(run_id=run.pk).order_by("-history_date", "-history_id")
+    earlier = list(
+        RunNote.history.filter(run_id=run.pk).order_by("-history_date", "-history_id")[
+            :HISTORY_SHOWN
+        ]
+    )
+    names = Names.for_labels(request.user, [row.history_actor for row in earlier])
     return render(
         request,
         "ledger/run_notes.html",
-        {"run": run, "notes": run.notes.all(), "earlier": earlier[:HISTORY_SHOWN]},
+        {
+            "run": run,
+            "notes": run.notes.all(),
+            "earlier": [(row, names.who(row.history_actor)) for row in earlier],
+        },
     )

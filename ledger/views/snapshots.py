@@ -41,6 +41,11 @@ BAR_WIDTH = 520
 VALUE_WIDTH = 190
 ROW_HEIGHT = 34
 TOP = 8
+# At phone width the chart is drawn stacked: each row's label and values on a line of
+# their own above a bar as wide as the chart, so its text stays as large as the page's.
+STACKED_WIDTH = 340
+STACKED_ROW_HEIGHT = 52
+STACKED_BAR_TOP = 22
 
 
 @dataclass(frozen=True)
@@ -73,28 +78,40 @@ class BudgetChart:
     value_x: int
     rows: list[ChartRow]
     legend: list[tuple[str, str]]
+    layout: str = "wide"  # or "stacked"
+
+    @property
+    def value_anchor(self) -> str:
+        return "end" if self.layout == "stacked" else "start"
 
 
 def _tokens(n: int | None) -> str:
     return "?" if n is None else f"{n:,}"
 
 
-def budget_chart(snapshots: Sequence[Snapshot]) -> BudgetChart | None:
-    """One row per generation: tokens before as a grey bar, after as coloured parts."""
+def budget_chart(snapshots: Sequence[Snapshot], *, stacked: bool = False) -> BudgetChart | None:
+    """One row per generation: tokens before as a grey bar, after as coloured parts.
+
+    ``stacked`` draws it for a phone: labels above the bars instead of beside them.
+    """
     if not snapshots:
         return None
     totals = [
         max(s.tokens_before or 0, s.tokens_after or 0, sum((s.budget or {}).values()))
         for s in snapshots
     ]
-    scale = BAR_WIDTH / max(max(totals), 1)
+    # The stacked bars start 1 unit in, so their left border is not cut off.
+    bar_x, bar_width = (1, STACKED_WIDTH - 2) if stacked else (LABEL_WIDTH, BAR_WIDTH)
+    row_height = STACKED_ROW_HEIGHT if stacked else ROW_HEIGHT
+    scale = bar_width / max(max(totals), 1)
     rows = []
     used_parts: set[str] = set()
     unsplit = False
     for index, snapshot in enumerate(snapshots):
-        y = TOP + index * ROW_HEIGHT
+        top = TOP + index * row_height
+        y = top + STACKED_BAR_TOP if stacked else top
         segments = []
-        x = float(LABEL_WIDTH)
+        x = float(bar_x)
         budget = snapshot.budget or {}
         if budget:
             for part in BUDGET_PARTS:
@@ -120,7 +137,7 @@ def budget_chart(snapshots: Sequence[Snapshot]) -> BudgetChart | None:
                 generation=snapshot.generation,
                 rejected=snapshot.status == Snapshot.Status.REJECTED,
                 y=y,
-                text_y=y + 16,
+                text_y=top + 9 if stacked else y + 16,
                 inner_y=y + 5,
                 before_width=round((snapshot.tokens_before or 0) * scale, 1),
                 segments=segments,
@@ -131,6 +148,16 @@ def budget_chart(snapshots: Sequence[Snapshot]) -> BudgetChart | None:
     legend = [(PART_LABELS[p], PART_COLOURS[p]) for p in BUDGET_PARTS if p in used_parts]
     if unsplit:
         legend.append((UNSPLIT_LABEL, UNSPLIT_COLOUR))
+    if stacked:
+        return BudgetChart(
+            width=STACKED_WIDTH,
+            height=TOP * 2 + len(rows) * STACKED_ROW_HEIGHT,
+            bar_x=bar_x,
+            value_x=STACKED_WIDTH,
+            rows=rows,
+            legend=legend,
+            layout="stacked",
+        )
     return BudgetChart(
         width=LABEL_WIDTH + BAR_WIDTH + VALUE_WIDTH,
         height=TOP * 2 + len(rows) * ROW_HEIGHT,
@@ -181,7 +208,10 @@ def timeline(request: SignedInRequest, ref: str) -> HttpResponse:
         {
             "run": run,
             "generations": generations,
-            "chart": budget_chart(snapshots),
+            # Both drawn; the style sheet shows the one that fits the screen.
+            "charts": [budget_chart(snapshots), budget_chart(snapshots, stacked=True)]
+            if snapshots
+            else [],
             "accepted": sum(s.status == Snapshot.Status.ACCEPTED for s in snapshots),
             "rejected": sum(s.status == Snapshot.Status.REJECTED for s in snapshots),
         },
@@ -222,6 +252,8 @@ def diff(request: SignedInRequest, ref: str) -> HttpResponse:
         context.update(
             before=before,
             after=after,
+            sides=[before] if before == after else [before, after],
+            tokens=f"{_tokens(before.tokens_after)} → {_tokens(after.tokens_after)}",
             changes=diff_documents(before.document, after.document),
         )
     elif data is not None:

@@ -16,7 +16,7 @@ from ledger.actions.erasure import erase_subject
 from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
 from ledger.exports import export_subject
-from ledger.models import Subject
+from ledger.models import Memory, Subject
 from ledger.views.http import SignedInRequest
 from ledger.views.memories import TEMPLATE, is_own, subject_url
 
@@ -42,7 +42,12 @@ def subject_pause(request: SignedInRequest, ref: str) -> HttpResponse:
     return render(
         request,
         f"{TEMPLATE}#switch",
-        {"subject": subject, "own": is_own(request, subject), "switched": True},
+        {
+            "subject": subject,
+            "own": is_own(request, subject),
+            "switched": True,
+            "in_use": Memory.objects.for_subject(subject).servable().exists(),
+        },
     )
 
 

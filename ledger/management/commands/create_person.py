@@ -1,36 +1,76 @@
 import os
 from typing import Any
 
+from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger.actions.people import ROLES, create_person
+from ledger import access
+from ledger.actions.people import ROLES, PersonExists, create_person, update_person
 from ledger.actors import Actor
 
 
 class Command(BaseCommand):
-    help = "Create a person non-interactively; the password comes from PERSON_PASSWORD."
+    help = (
+        "Create a person non-interactively; the password comes from PERSON_PASSWORD. "
+        "An existing person is changed only with --update."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username")
-        parser.add_argument("--role", choices=ROLES, required=True)
+        parser.add_argument("--role", choices=ROLES, help="required for a new person")
         parser.add_argument("--subject", default="", help="ref of a subject this user owns")
         parser.add_argument("--subject-name", default="", help="how the subject is called")
         parser.add_argument("--email", default="", help="where review reminders are sent")
-
-    def handle(self, *args: Any, username: str, role: str, subject: str, **options: Any) -> None:
-        password = os.environ.get("PERSON_PASSWORD", "")
-        if not password:
-            raise CommandError("Set PERSON_PASSWORD to the new person's password.")
-        if subject and role != "user":
-            raise CommandError("Only an end user (--role user) owns a subject.")
-        create_person(
-            username=username,
-            password=password,
-            role=role,
-            subject_ref=subject,
-            subject_name=options["subject_name"],
-            email=options["email"],
-            actor=Actor.system("cli"),
+        parser.add_argument(
+            "--update",
+            action="store_true",
+            help="change an existing person: only what is given (PERSON_PASSWORD included)",
         )
+
+    def handle(self, *args: Any, username: str, role: str | None, **options: Any) -> None:
+        password = os.environ.get("PERSON_PASSWORD", "")
+        subject, subject_name, email = options["subject"], options["subject_name"], options["email"]
+        actor = Actor.system("cli")
+        try:
+            if options["update"]:
+                user = User.objects.filter(username=username).first()
+                if user is None:
+                    raise CommandError(f"There is no person called '{username}' to update.")
+                if subject and (role or access.role_of(user)) != access.Role.END_USER:
+                    raise CommandError("Only an end user (--role user) owns a subject.")
+                changes = update_person(
+                    user,
+                    actor=actor,
+                    role=role or "",
+                    password=password,
+                    subject_ref=subject,
+                    subject_name=subject_name,
+                    email=email,
+                )
+                said = "; ".join(changes) if changes else "nothing to change"
+                self.stdout.write(f"Updated '{username}': {said}.")
+                return
+            if not role:
+                raise CommandError("Give the new person a role: --role user, support or admin.")
+            if subject and role != "user":
+                raise CommandError("Only an end user (--role user) owns a subject.")
+            if not password:
+                raise CommandError("Set PERSON_PASSWORD to the new person's password.")
+            create_person(
+                username=username,
+                password=password,
+                role=role,
+                subject_ref=subject,
+                subject_name=subject_name,
+                email=email,
+                actor=actor,
+            )
+        except PersonExists as refused:
+            raise CommandError(
+                f"{refused} Nothing was changed; add --update to change them."
+            ) from None
+        except ValidationError as invalid:
+            raise CommandError("The password was refused: " + " ".join(invalid.messages)) from None
         owned = f", owning subject {subject}" if subject else ""
-        self.stdout.write(f"{role} '{username}' is ready{owned}.")
+        self.stdout.write(f"Created {role} '{username}'{owned}.")

@@ -17,6 +17,7 @@ from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.notes import write_note
 from ledger.actions.people import create_person
+from ledger.actions.recalls import record_recall
 from ledger.actions.runs import start_run
 from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.actions.sources import SourceInput
@@ -24,6 +25,7 @@ from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.keys import known_key
 from ledger.models import Agent, Memory, Subject
+from ledger.recall import recall
 
 DEMO_PASSWORD = "demo-password-1"
 DEMO_AGENT = "demo-assistant"
@@ -213,6 +215,17 @@ class Command(BaseCommand):
             ("acct_1f6b0c93d2e84a71", "Marco Rossi"),
         ]:
             set_display_name(subject=Subject.objects.get(ref=ref), display_name=name, actor=system)
+        self._load_recalls(agent, subject)
+
+    def _load_recalls(self, agent: Agent, subject: Subject) -> None:
+        """Three conversations that read Dana's memories, so people see where each was used."""
+        for run_ref, turn, goal in [
+            ("run_77", 5, "billing contact"),
+            ("run_81", 2, "refund status"),
+            ("run_90", 1, "invoice preferences"),
+        ]:
+            result = recall(subject=subject, goal=goal, k=5)
+            record_recall(agent=agent, result=result, run_ref=run_ref, turn=turn)
 
     def _load_run_state(self, agent: Agent, subject: Subject) -> None:
         """Run 77 about Dana: a ledger, a journal with an unknown outcome, notes, compactions."""

@@ -1,0 +1,155 @@
+"""`make screenshots`: retake the README's screenshots from a fresh demo.
+
+Starts its own server on a scratch SQLite database loaded with the demo, walks the pages a
+newcomer sees in Debian's Chromium, and writes docs/screenshots/*.png.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "screenshots"
+DANA = "acct_4b71c9e20d8af315"
+PASSWORD = "demo-password-1"
+
+
+@contextmanager
+def demo_server() -> Iterator[str]:
+    with tempfile.TemporaryDirectory() as scratch:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        env = os.environ | {
+            "DEBUG": "1",
+            "DATABASE_URL": f"sqlite:///{scratch}/demo.sqlite3",
+            "DJANGO_RUNSERVER_HIDE_WARNING": "true",
+        }
+        manage = [sys.executable, "manage.py"]
+        for command in (["migrate", "-v", "0"], ["seed_demo"]):
+            subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
+        server = subprocess.Popen(
+            manage + ["runserver", f"127.0.0.1:{port}", "--noreload"],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        base = f"http://127.0.0.1:{port}"
+        try:
+            for _ in range(120):
+                try:
+                    urllib.request.urlopen(f"{base}/accounts/login/", timeout=1)
+                    break
+                except (urllib.error.URLError, OSError):
+                    time.sleep(0.5)
+            yield base
+        finally:
+            server.terminate()
+            server.wait(timeout=10)
+
+
+def signed_in(browser: Any, base: str, username: str, width: int = 1280) -> Any:
+    context = browser.new_context(
+        viewport={"width": width, "height": 900},
+        base_url=base,
+        device_scale_factor=1,
+        is_mobile=width < 600,
+    )
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(lambda url: "/accounts/login/" not in url)
+    return page
+
+
+def shoot(page: Any, name: str, *, full_page: bool = True) -> None:
+    page.wait_for_load_state("networkidle")
+    page.screenshot(path=str(OUT / f"{name}.png"), full_page=full_page)
+    print(f"docs/screenshots/{name}.png")
+
+
+def take(browser: Any, base: str) -> None:
+    dana = signed_in(browser, base, "dana")
+    dana.goto(f"/subjects/{DANA}/")
+    shoot(dana, "user-01-overview-desktop")
+    uses = dana.locator("details.uses").first
+    if uses.count():
+        uses.locator("summary").click()
+        dana.wait_for_load_state("networkidle")
+        uses.locator("xpath=ancestor::article").screenshot(path=str(OUT / "user-02-used-in.png"))
+        print("docs/screenshots/user-02-used-in.png")
+
+    card = dana.locator("article.memory", has_text="Prefers email over telephone")
+    card.get_by_role("link", name="Correct").click()
+    dana.get_by_label("Correct what the assistant remembers").fill(
+        "Prefers email; a phone call only for a failed payment."
+    )
+    shoot(dana, "user-03-correct-inline")
+    dana.get_by_role("button", name="Save correction").click()
+    dana.wait_for_load_state("networkidle")
+    card = dana.locator("article.memory", has_text="Account is on the Team plan")
+    card.get_by_role("link", name="Delete").click()
+    dana.get_by_role("button", name="Yes, delete it").click()
+    dana.get_by_role("button", name="Undo").wait_for()
+    shoot(dana, "user-04-deleted-with-undo")
+
+    corrected = dana.locator("article.memory", has_text="a phone call only for a failed payment")
+    corrected.get_by_role("link", name="History").click()
+    shoot(dana, "user-08-history")
+
+    dana.goto(f"/subjects/{DANA}/")
+    dana.get_by_role("button", name="Pause memory").click()
+    dana.get_by_role("button", name="Switch memory back on").wait_for()
+    shoot(dana, "user-05-paused", full_page=False)
+    dana.get_by_role("button", name="Switch memory back on").click()
+
+    dana.goto(f"/subjects/{DANA}/erase/")
+    shoot(dana, "user-06-erase-confirm", full_page=False)
+
+    phone = signed_in(browser, base, "dana", width=390)
+    phone.goto(f"/subjects/{DANA}/")
+    shoot(phone, "user-09-overview-phone")
+
+    sam = signed_in(browser, base, "sam")
+    sam.goto("/runs/run_77/journal/")
+    shoot(sam, "run-journal")
+    sam.goto("/runs/run_77/snapshots/")
+    shoot(sam, "snapshot-timeline")
+    sam.goto("/runs/run_77/snapshots/diff/")
+    shoot(sam, "snapshot-diff")
+    sam.goto("/reminders/")
+    shoot(sam, "reminders-support")
+
+
+def main() -> int:
+    from playwright.sync_api import sync_playwright
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    with demo_server() as base, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=os.environ.get("CHROMIUM", "/usr/bin/chromium"),
+            args=["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"],
+        )
+        try:
+            take(browser, base)
+        finally:
+            browser.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

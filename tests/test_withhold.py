@@ -1,0 +1,295 @@
+""" "True, but don't use it": the person keeps a memory and the assistant is never given it,
+until they let it be used again. Recall, the page (htmx and plain), who may, the audit and
+the API."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from ledger import policy
+from ledger.actions.erasure import erase_subject
+from ledger.actions.lifecycle import correct_memory, withhold_memory
+from ledger.actions.sources import SourceInput
+from ledger.actors import Actor
+from ledger.models import Conflict, Memory, Subject
+from tests.conftest import PASSWORD, SUBJECT, signed_in
+
+pytestmark = pytest.mark.django_db
+HTMX = {"HTTP_HX_REQUEST": "true"}
+RECALL = f"/api/v1/subjects/{SUBJECT}/recall"
+STATEMENT = "Is recovering from a knee operation."
+
+
+@pytest.fixture
+def dana(make_person: Callable[..., User]) -> User:
+    return make_person("dana", subject=SUBJECT)
+
+
+@pytest.fixture
+def knee(dana: User, remember: Callable[..., Memory]) -> Memory:
+    remember("Prefers email.")
+    return remember(STATEMENT, kind="episode")
+
+
+def withhold(memory: Memory, person: User, withheld: bool = True) -> Memory:
+    return withhold_memory(memory=memory, actor=Actor.for_user(person), withheld=withheld)
+
+
+def recalled(api: APIClient, **params: Any) -> dict[str, Any]:
+    response = api.get(RECALL, {"goal": "knee operation email", "k": 20, **params})
+    assert response.status_code == 200
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def served(api: APIClient) -> list[str]:
+    return [m["statement"] for m in recalled(api)["memories"]]
+
+
+# Recall
+
+
+def test_a_withheld_memory_is_never_recalled_and_is_again_once_allowed(
+    api: APIClient, knee: Memory, dana: User
+) -> None:
+    assert STATEMENT in served(api)
+    withhold(knee, dana)
+    data = recalled(api)
+    assert [m["statement"] for m in data["memories"]] == ["Prefers email."]
+    assert STATEMENT not in data["block"]
+    text = api.get(RECALL, {"goal": "knee", "format": "text"}).content.decode()
+    assert STATEMENT not in text
+
+    withhold(knee, dana, withheld=False)
+    assert STATEMENT in served(api)
+    assert STATEMENT in recalled(api)["block"]
+
+
+def test_a_withheld_contender_leaves_the_conflicts_section(
+    api: APIClient, dana: User, remember: Callable[..., Memory]
+) -> None:
+    email = remember("Wants invoices by email.", key="contact.channel")
+    remember("Wants invoices by post.", key="contact.channel")
+    assert len(recalled(api)["conflicts"]) == 1
+    withhold(email, dana)
+    data = recalled(api)
+    assert data["conflicts"] == []
+    assert "UNRESOLVED CONFLICT" not in data["block"]
+    assert "Wants invoices by email." not in data["block"]
+    assert [m["statement"] for m in data["memories"]] == ["Wants invoices by post."]
+    # Still live for the people: the conflict stays open for the person to settle.
+    assert Conflict.objects.open().filter(key="contact.channel").exists()
+
+
+def test_what_was_served_is_recorded_without_the_withheld_memory(
+    api: APIClient, knee: Memory, dana: User
+) -> None:
+    withhold(knee, dana)
+    recalled(api, run="run_withheld")
+    assert not knee.recall_items.exists()
+
+
+def test_a_repeat_merges_into_the_withheld_memory_instead_of_bringing_it_back(
+    api: APIClient, knee: Memory, dana: User, remember: Callable[..., Memory]
+) -> None:
+    withhold(knee, dana)
+    again = remember(STATEMENT, kind="episode", source=SourceInput(kind="user_message", ref="m9"))
+    assert again.pk == knee.pk
+    assert Memory.objects.filter(statement=STATEMENT).count() == 1
+    assert STATEMENT not in served(api)
+
+
+def test_a_correction_of_a_withheld_memory_stays_withheld(
+    api: APIClient, knee: Memory, dana: User, agent: Any
+) -> None:
+    withhold(knee, dana)
+    new = correct_memory(
+        memory=knee,
+        actor=Actor.for_agent(agent),
+        statement="Is recovering from a hip operation.",
+        reason="misheard",
+        source=SourceInput(kind="user_message", ref="msg_hip"),
+    )
+    assert new.withheld
+    assert "Is recovering from a hip operation." not in served(api)
+
+
+# Who may, and the lifecycle
+
+
+def test_support_and_admins_may_not_withhold_for_the_person(
+    knee: Memory, make_person: Callable[..., User]
+) -> None:
+    for role in ("support", "admin"):
+        staff = make_person(f"staff_{role}", role=role)
+        with pytest.raises(policy.Refusal) as refused:
+            withhold(knee, staff)
+        assert (refused.value.code, refused.value.status) == ("not_the_person", 403)
+    knee.refresh_from_db()
+    assert not knee.withheld
+
+
+def test_a_superseded_memory_cannot_be_withheld(knee: Memory, dana: User) -> None:
+    correct_memory(memory=knee, actor=Actor.for_user(dana), statement="Walks again.", reason="")
+    with pytest.raises(policy.Refusal) as refused:
+        withhold(knee, dana)
+    assert (refused.value.code, refused.value.status) == ("not_withholdable", 409)
+
+
+def test_asking_twice_writes_nothing_new(knee: Memory, dana: User) -> None:
+    withhold(knee, dana)
+    rows = knee.history.count()
+    withhold(knee, dana)
+    assert knee.history.count() == rows
+
+
+def test_the_lifecycle_offers_withholding_only_where_a_person_can_act() -> None:
+    move = policy.MemoryMove.WITHHOLD
+    assert policy.memory_statuses_allowing(move) == ("active", "expired")
+    assert "pending" in policy.memory_statuses_allowing(policy.MemoryMove.ALLOW)
+    for status in ("superseded", "retracted", "erased"):
+        assert not policy.allows(status, move)
+
+
+# The page
+
+
+def test_dont_use_this_with_htmx_labels_the_card_and_offers_use_it_again(
+    knee: Memory, dana: User
+) -> None:
+    client = signed_in(dana)
+    page = client.get(reverse("subject", args=[SUBJECT])).content.decode()
+    assert "Don’t use this" in page
+    response = client.post(reverse("memory-withhold", args=[knee.pk]), {"use": "no"}, **HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert 'class="memory card"' in html
+    assert "not used by the assistant" in html
+    assert "Use it again" in html
+    assert "The assistant will not use this any more." in html
+    knee.refresh_from_db()
+    assert knee.withheld
+    assert knee.status == Memory.Status.ACTIVE
+
+    response = client.post(reverse("memory-withhold", args=[knee.pk]), {"use": "yes"}, **HTMX)
+    assert "The assistant may use this again." in response.content.decode()
+    assert "Don’t use this" in response.content.decode()
+    knee.refresh_from_db()
+    assert not knee.withheld
+
+
+def test_dont_use_this_without_javascript_redirects_back_with_a_message(
+    knee: Memory, dana: User
+) -> None:
+    client = signed_in(dana)
+    response = client.post(reverse("memory-withhold", args=[knee.pk]), {"use": "no"})
+    assert response.status_code == 302
+    assert response["Location"].endswith(f"#memory-{knee.pk}")
+    page = client.get(response["Location"]).content.decode()
+    assert "The assistant will not use this any more." in page
+    assert "not used by the assistant" in page
+    assert "Use it again" in page
+
+
+def test_the_form_needs_its_csrf_token(knee: Memory, dana: User) -> None:
+    client = Client(enforce_csrf_checks=True)
+    client.login(username="dana", password=PASSWORD)
+    response = client.post(reverse("memory-withhold", args=[knee.pk]), {"use": "no"})
+    assert response.status_code == 403
+    knee.refresh_from_db()
+    assert not knee.withheld
+
+
+def test_someone_elses_memory_is_a_404(knee: Memory, make_person: Callable[..., User]) -> None:
+    other = signed_in(make_person("erin", subject="acct_erin"))
+    assert other.post(reverse("memory-withhold", args=[knee.pk]), {"use": "no"}).status_code == 404
+    assert other.get(reverse("memory-uses", args=[knee.pk]), **HTMX).status_code == 404
+    knee.refresh_from_db()
+    assert not knee.withheld
+
+
+@pytest.mark.parametrize("data", [{}, {"use": "maybe"}, {"use": "no" * 500}])
+def test_bad_input_is_said_not_a_500(knee: Memory, dana: User, data: dict[str, str]) -> None:
+    client = signed_in(dana)
+    response = client.post(reverse("memory-withhold", args=[knee.pk]), data, **HTMX)
+    assert response.status_code == 400
+    assert "Say whether the assistant may use it." in response.content.decode()
+    plain = client.post(reverse("memory-withhold", args=[knee.pk]), data)
+    assert plain.status_code == 302
+    knee.refresh_from_db()
+    assert not knee.withheld
+
+
+def test_get_is_not_allowed(knee: Memory, dana: User) -> None:
+    assert signed_in(dana).get(reverse("memory-withhold", args=[knee.pk])).status_code == 405
+
+
+def test_support_sees_the_label_but_no_button_and_is_refused(
+    knee: Memory, dana: User, make_person: Callable[..., User]
+) -> None:
+    withhold(knee, dana)
+    support = signed_in(make_person("sam", role="support"))
+    page = support.get(reverse("subject", args=[SUBJECT])).content.decode()
+    assert "not used by the assistant" in page
+    assert "The person asked the assistant not to use this" in page
+    assert "Use it again" not in page
+    assert "Don’t use this" not in page
+    response = support.post(reverse("memory-withhold", args=[knee.pk]), {"use": "yes"}, **HTMX)
+    assert response.status_code == 403
+    assert "Only the person this memory is about" in response.content.decode()
+    knee.refresh_from_db()
+    assert knee.withheld
+
+
+# The audit
+
+
+def test_history_page_and_api_history_say_who_and_why(
+    api: APIClient, knee: Memory, dana: User
+) -> None:
+    client = signed_in(dana)
+    client.post(reverse("memory-withhold", args=[knee.pk]), {"use": "no"}, **HTMX)
+    client.post(reverse("memory-withhold", args=[knee.pk]), {"use": "yes"}, **HTMX)
+    html = client.get(reverse("memory-history", args=[knee.pk])).content.decode()
+    assert "Not to be used by the assistant</strong> by you" in html
+    assert "Allowed to be used again</strong> by you" in html
+    assert "The person&#x27;s choice: true, but not to be used." in html
+
+    rows = api.get(f"/api/v1/memories/{knee.pk}/history").json()["results"]
+    withheld, allowed = rows[1], rows[0]
+    assert (withheld["withheld"], withheld["actor"]) == (True, "user:dana")
+    assert withheld["reason"] == "The person's choice: true, but not to be used."
+    assert withheld["changed_fields"] == ["version", "withheld"]
+    assert (allowed["withheld"], allowed["actor"]) == (False, "user:dana")
+
+
+def test_the_api_shows_the_state_and_does_not_take_it(
+    api: APIClient, knee: Memory, dana: User
+) -> None:
+    url = f"/api/v1/memories/{knee.pk}"
+    assert api.get(url).json()["withheld"] is False
+    withhold(knee, dana)
+    data = api.get(url).json()
+    assert data["withheld"] is True
+    assert data["status"] == "active"
+    assert api.patch(url, {"withheld": False}, format="json").status_code == 405
+    knee.refresh_from_db()
+    assert knee.withheld
+    schema = APIClient().get("/api/schema/?format=json").json()
+    field = schema["components"]["schemas"]["Memory"]["properties"]["withheld"]
+    assert field["readOnly"] is True
+
+
+def test_an_erased_withheld_memory_is_still_not_served(
+    api: APIClient, knee: Memory, dana: User
+) -> None:
+    withhold(knee, dana)
+    erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.for_user(dana))
+    assert served(api) == []
