@@ -59,7 +59,7 @@ class ConflictResolution(models.TextChoices):
     """How a person settled a conflict; blank when it closed because a contender went."""
 
     KEPT = "kept", "one statement kept"
-    REWRITTEN = "rewritten", "rewritten in the person's words"
+    REWRITTEN = "rewritten", "rewritten in new words"
 
 
 class Outcome(models.TextChoices):
@@ -98,8 +98,8 @@ class LedgerStatus(models.TextChoices):
 
 
 class JournalState(models.TextChoices):
-    INTENDED = "intended"
-    DONE = "done"
+    INTENDED = "intended", "intended"
+    DONE = "done", "done"
     NOT_DONE = "not_done", "not done"
     UNKNOWN = "unknown", "outcome unknown"
 

@@ -6,12 +6,14 @@ object is closed (``additionalProperties: false``) and lists every field as requ
 the export and its schema cannot drift apart: a field added to one and not the other fails
 the tests. docs/end-users.md says the same in words.
 
-A leaf: it imports nothing of the project.
+Imports only ``ledger.choices``, a leaf, for the stored vocabulary.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from ledger import choices
 
 FORMAT = "memoryadmin.export/2"
 
@@ -38,13 +40,15 @@ WHO = (
 ORIGINS = ("said", "guessed", "confirmed", "corrected")
 # How a conflict was settled: a statement kept as it was, the kept one rewritten in the
 # same step, or none left standing (every contender deleted, expired or erased).
-RESOLUTIONS = ("kept", "rewritten", "none_left")
+RESOLUTIONS = (*choices.ConflictResolution.values, "none_left")
 
-MEMORY_KINDS = ("preference", "account_fact", "episode")
-MEMORY_STATUSES = ("active", "pending", "superseded", "retracted", "expired", "erased")
-SOURCE_KINDS = ("user_message", "tool_result", "operator", "import")
-LEDGER_KINDS = ("established", "interpretation", "proposal", "commitment")
-LEDGER_STATUSES = ("active", "superseded", "withdrawn", "expired", "erased")
+# The stored vocabulary, from the one place it is defined, so a new status is exported
+# and allowed by the schema at once.
+MEMORY_KINDS = tuple(choices.MemoryKind.values)
+MEMORY_STATUSES = tuple(choices.MemoryStatus.values)
+SOURCE_KINDS = tuple(choices.SourceKind.values)
+LEDGER_KINDS = tuple(choices.LedgerKind.values)
+LEDGER_STATUSES = tuple(choices.LedgerStatus.values)
 CHANGES = ("created", "changed", "deleted")
 
 

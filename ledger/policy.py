@@ -145,11 +145,28 @@ def refuse_memory_move(status: str, move: MemoryMove) -> None:
 
 
 def undo_seconds_left(*, deleted_at: datetime, now: datetime, within_seconds: int) -> float:
-    """How long a deletion can still be undone: negative once its window has passed.
-
-    ``restore_memory`` refuses below zero; the page takes its Undo button away at zero.
-    """
+    """How long a deletion can still be undone: negative once its window has passed."""
     return within_seconds - (now - deleted_at).total_seconds()
+
+
+def undo_refusal(
+    *, deleted_by: str, by: str, deleted_at: datetime, now: datetime, within_seconds: int
+) -> Refusal | None:
+    """Why ``by`` may not undo a deletion now, or None: only the one who deleted it may, and
+    only within the window (later, agents may already have acted on its absence).
+
+    ``restore_memory`` raises it; the page offers an Undo button only while it is None.
+    """
+    if deleted_by != by:
+        return Refusal("not_undoable", "Only the person who deleted it can undo that.", 409)
+    if undo_seconds_left(deleted_at=deleted_at, now=now, within_seconds=within_seconds) < 0:
+        return Refusal(
+            "undo_expired",
+            f"Too late to undo: a deletion can only be undone for {within_seconds} seconds. "
+            "The memory stays deleted.",
+            409,
+        )
+    return None
 
 
 class LedgerMove(StrEnum):
@@ -351,8 +368,8 @@ class RenewPeriod:
 RENEW_PERIODS = (
     RenewPeriod(7, "1 week"),
     RenewPeriod(30, "1 month"),
-    RenewPeriod(91, "3 months"),
-    RenewPeriod(182, "6 months"),
+    RenewPeriod(90, "3 months"),
+    RenewPeriod(180, "6 months"),
     RenewPeriod(365, "1 year"),
     RenewPeriod(730, "2 years"),
 )
@@ -363,9 +380,12 @@ def renew_periods(policy: Policy, *, basis: str) -> tuple[RenewPeriod, ...]:
     if basis != Basis.INFERRED:
         return RENEW_PERIODS
     longest = policy.inferred_max_days
+    if longest >= RENEW_PERIODS[-1].days:
+        return RENEW_PERIODS
     shorter = tuple(p for p in RENEW_PERIODS if p.days < longest)
     same = [p for p in RENEW_PERIODS if p.days == longest]
-    return (*shorter, same[0] if same else RenewPeriod(longest, f"{longest} days"))
+    words = f"{longest} day{'s' if longest != 1 else ''}"
+    return (*shorter, same[0] if same else RenewPeriod(longest, words))
 
 
 def default_renew_period(policy: Policy, *, kind: str, basis: str) -> RenewPeriod:

@@ -46,15 +46,25 @@ def env_int(name: str, default: int) -> int:
 
 
 def local_secret_key(path: Path) -> str:
-    """The key of a local SQLite install, made on first use and kept beside it (mode 600)."""
+    """The key of a local SQLite install, made on first use and kept in ``path`` (mode 600).
+
+    Written aside and linked into place, so a process starting at the same moment reads
+    either no file (and makes its own, which loses the race) or the whole key.
+    """
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
         return path.read_text().strip()
-    key = get_random_secret_key()
-    with os.fdopen(descriptor, "w") as file:
-        file.write(key)
-    return key
+    except FileNotFoundError:
+        pass
+    draft = path.with_name(f"{path.name}.{os.getpid()}")
+    draft.touch(mode=0o600)
+    draft.write_text(get_random_secret_key())
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        pass
+    finally:
+        draft.unlink()
+    return path.read_text().strip()
 
 
 DEBUG = env_bool("DEBUG")
@@ -65,7 +75,9 @@ if not SECRET_KEY:
         SECRET_KEY = "insecure-development-key-do-not-use-in-production"
     elif DATABASE_URL.startswith("sqlite:"):
         # The embedded default: `make run` and the commands beside it work with nothing set.
-        SECRET_KEY = local_secret_key(BASE_DIR / ".secret_key")
+        SECRET_KEY = local_secret_key(
+            Path(os.environ.get("SECRET_KEY_FILE", BASE_DIR / ".secret_key"))
+        )
     else:
         # A deployment: its sessions and password-reset links are signed with this key, so a
         # missing one is a mistake to report, never something to paper over.

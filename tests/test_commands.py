@@ -150,6 +150,7 @@ def test_a_local_sqlite_install_makes_its_secret_key_once_and_keeps_it_private(
     env |= {
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
+        "SECRET_KEY_FILE": str(tmp_path / "settings-key"),
     }
     script = (
         "import django; from django.conf import settings; django.setup(); "
@@ -165,6 +166,8 @@ def test_a_local_sqlite_install_makes_its_secret_key_once_and_keeps_it_private(
     assert [k.returncode for k in keys] == [0, 0], keys[0].stderr
     assert keys[0].stdout == keys[1].stdout and len(keys[0].stdout.strip()) == 50
     assert (tmp_path / "key").stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "settings-key").stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["key", "settings-key"]
 
 
 def test_revoked_key_is_refused_at_once() -> None:

@@ -334,16 +334,20 @@ def test_renewing_preselects_the_kinds_usual_life(dana, remember) -> None:
     remember("Is travelling this week.", kind="episode", expires_at=ends, expires_omitted=False)
     with time_machine.travel(ends + timedelta(days=1)):
         html = dana.get(page_url()).content.decode()
-    # An episode lives 90 days by default: the longest period within it is offered first.
-    assert '<option value="30" selected>1 month' in html
+    # An episode lives 90 days by default: that period is the one preselected.
+    assert '<option value="90" selected>3 months' in html
 
 
 def test_renewing_without_javascript_redirects_back_with_a_message(dana) -> None:
     kept = memory("Prefers email over telephone for billing questions.")
-    response = dana.post(reverse("memory-renew", args=[kept.pk]), {"period": "365"}, follow=True)
+    now = timezone.now()
+    with time_machine.travel(now, tick=False):
+        response = dana.post(
+            reverse("memory-renew", args=[kept.pk]), {"period": "365"}, follow=True
+        )
     assert "Renewed." in response.content.decode()
     kept.refresh_from_db()
-    assert kept.expires_at.date() == (timezone.now() + timedelta(days=365)).date()
+    assert kept.expires_at == now + timedelta(days=365)
 
 
 @pytest.mark.parametrize("period", ["", "0", "-30", "31", "abc", "9999999999", "2099-01-01"])
@@ -457,3 +461,23 @@ def test_support_must_say_why_they_correct(dana, make_person) -> None:
     assert old.superseded_by.statement == "Prefers letters."
     assert "You corrected this" in support.get(page_url()).content.decode()
     assert "Corrected by support" in dana.get(page_url()).content.decode()
+
+
+def test_the_undo_offer_of_a_memory_restored_elsewhere_shows_the_memory(dana) -> None:
+    kept = memory("Prefers email over telephone for billing questions.")
+    dana.post(reverse("memory-delete", args=[kept.pk]), **HTMX)
+    dana.post(reverse("memory-undo", args=[kept.pk]), **HTMX)
+    # The first tab's timer re-fetches its offer: the memory is back, so no "Deleted".
+    offer = dana.get(reverse("memory-undo", args=[kept.pk]), **HTMX).content.decode()
+    assert "Deleted." not in offer and "can no longer be undone" not in offer
+    assert kept.statement in offer
+
+
+def test_only_the_one_who_deleted_is_offered_undo(dana, make_person) -> None:
+    kept = memory("Prefers email over telephone for billing questions.")
+    support = Client()
+    support.force_login(make_person("sam", role="support"))
+    support.post(reverse("memory-delete", args=[kept.pk]), {"reason": "Duplicate."}, **HTMX)
+    offer = dana.get(reverse("memory-undo", args=[kept.pk]), **HTMX).content.decode()
+    assert "Deleted." in offer
+    assert ">Undo</button>" not in offer

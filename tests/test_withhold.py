@@ -14,11 +14,10 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from ledger import policy
-from ledger.actions.erasure import erase_subject
 from ledger.actions.lifecycle import correct_memory, withhold_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, Subject
+from ledger.models import Conflict, Memory
 from tests.conftest import PASSWORD, SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -221,8 +220,10 @@ def test_bad_input_is_said_not_a_500(knee: Memory, dana: User, data: dict[str, s
     response = client.post(reverse("memory-withhold", args=[knee.pk]), data, **HTMX)
     assert response.status_code == 400
     assert "Say whether the assistant may use it." in response.content.decode()
+    # Without JavaScript: the page itself, with the same status and words.
     plain = client.post(reverse("memory-withhold", args=[knee.pk]), data)
-    assert plain.status_code == 302
+    assert plain.status_code == 400
+    assert "Say whether the assistant may use it." in plain.content.decode()
     knee.refresh_from_db()
     assert not knee.withheld
 
@@ -244,6 +245,9 @@ def test_support_sees_the_label_but_no_button_and_is_refused(
     response = support.post(reverse("memory-withhold", args=[knee.pk]), {"use": "yes"}, **HTMX)
     assert response.status_code == 403
     assert "Only the person this memory is about" in response.content.decode()
+    plain = support.post(reverse("memory-withhold", args=[knee.pk]), {"use": "yes"})
+    assert plain.status_code == 403
+    assert "Only the person this memory is about" in plain.content.decode()
     knee.refresh_from_db()
     assert knee.withheld
 
@@ -287,9 +291,44 @@ def test_the_api_shows_the_state_and_does_not_take_it(
     assert field["readOnly"] is True
 
 
-def test_an_erased_withheld_memory_is_still_not_served(
-    api: APIClient, knee: Memory, dana: User
+def test_an_agent_told_of_a_conflict_learns_which_statement_it_must_not_use(
+    api: APIClient, dana: User, remember: Callable[..., Memory]
+) -> None:
+    email = remember("Wants invoices by email.", key="invoice.channel")
+    withhold(email, dana)
+    response = api.post(
+        "/api/v1/memories",
+        {
+            "subject": SUBJECT,
+            "kind": "preference",
+            "key": "invoice.channel",
+            "statement": "Wants invoices by post.",
+            "basis": "stated",
+            "source": {"kind": "user_message", "ref": "msg_9"},
+        },
+        format="json",
+    )
+    assert response.status_code == 201
+    statements = {s["statement"]: s["withheld"] for s in response.json()["conflict"]["statements"]}
+    assert statements == {"Wants invoices by email.": True, "Wants invoices by post.": False}
+    subject = api.get(f"/api/v1/subjects/{SUBJECT}").json()
+    listed = {s["statement"]: s["withheld"] for s in subject["open_conflicts"][0]["statements"]}
+    assert listed == statements
+
+
+def test_a_withheld_guess_can_be_let_go_from_its_question_and_confirming_says_it_stays_unused(
+    knee: Memory, dana: User, agent: Any
 ) -> None:
     withhold(knee, dana)
-    erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.for_user(dana))
-    assert served(api) == []
+    # An agent's correction without the person's message is a guess, and stays withheld.
+    guess = correct_memory(
+        memory=knee, actor=Actor.for_agent(agent), statement="Had a hip operation.", reason=""
+    )
+    assert (guess.status, guess.withheld) == (Memory.Status.PENDING, True)
+    client = signed_in(dana)
+    page = client.get(reverse("subject", args=[SUBJECT])).content.decode()
+    question = page.split(f'id="memory-{guess.pk}"')[1].split("</article>")[0]
+    assert "Use it again" in question
+    answered = client.post(reverse("memory-answer", args=[guess.pk]), {"answer": "yes"}, **HTMX)
+    assert "still not used by the assistant" in answered.content.decode()
+    assert "may now use" not in answered.content.decode()

@@ -24,8 +24,8 @@ from django.utils import timezone
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import refresh_conflict
 from ledger.actors import Actor
+from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory
-from ledger.templatetags.dates import when
 
 logger = logging.getLogger(__name__)
 

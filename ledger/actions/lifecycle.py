@@ -218,7 +218,7 @@ def renew_memory(
     return locked
 
 
-def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool, reason: str = "") -> Memory:
+def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool) -> Memory:
     """The person's "true, but don't use it" (``withheld``), or letting it be used again.
 
     The memory keeps its status and stays live for the gate (a repeat merges into it, it
@@ -246,7 +246,7 @@ def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool, reason: str
         save_tracked(
             locked,
             actor=actor,
-            reason=f"{said} {reason}".strip(),
+            reason=said,
             update_fields=["withheld"],
             bump_version=True,
         )
@@ -265,21 +265,15 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
         rows = list(locked.history.order_by("-history_date", "-history_id")[:2])
         if locked.status != Memory.Status.RETRACTED or len(rows) < 2:
             raise policy.Refusal("not_undoable", "This memory is not deleted.", status=409)
-        if rows[0].history_actor != actor.label:
-            raise policy.Refusal(
-                "not_undoable", "Only the person who deleted it can undo that.", status=409
-            )
-        deleted_at = locked.status_changed_at or rows[0].history_date
-        left = policy.undo_seconds_left(
-            deleted_at=deleted_at, now=now, within_seconds=within_seconds
+        refusal = policy.undo_refusal(
+            deleted_by=rows[0].history_actor,
+            by=actor.label,
+            deleted_at=locked.status_changed_at or rows[0].history_date,
+            now=now,
+            within_seconds=within_seconds,
         )
-        if left < 0:
-            raise policy.Refusal(
-                "undo_expired",
-                f"Too late to undo: a deletion can only be undone for {within_seconds} "
-                "seconds. The memory stays deleted.",
-                status=409,
-            )
+        if refusal is not None:
+            raise refusal
         return _move(
             memory=locked,
             actor=actor,

@@ -149,9 +149,10 @@ def send_digests(*, now: datetime | None = None) -> int:
                         delivered -= {reminder.pk for reminder in reminders}
                     else:
                         sent += 1
+                        # By id: an operator's log is no place for people's addresses.
                         logger.info(
-                            "Reminder digest sent to %s: %d reminder(s).",
-                            person.email,
+                            "Reminder digest sent to person #%d: %d reminder(s).",
+                            person.pk,
                             len(reminders),
                         )
         Reminder.objects.filter(pk__in=delivered).update(sent_at=now)

@@ -26,4 +26,4 @@ class ExportSchemaView(APIView):
         "person downloads with *Download everything* on their page (docs/end-users.md).",
     )
     def get(self, request: Request) -> Response:
-        return Response({"$id": request.build_absolute_uri(), **EXPORT_SCHEMA})
+        return Response({"$id": request.build_absolute_uri(request.path), **EXPORT_SCHEMA})

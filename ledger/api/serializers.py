@@ -195,7 +195,14 @@ class ConflictSerializer(serializers.ModelSerializer[Conflict]):
 
     def get_statements(self, conflict: Conflict) -> list[dict[str, Any]]:
         return [
-            {"memory": str(m.pk), "statement": m.statement, "basis": m.basis, "status": m.status}
+            {
+                "memory": str(m.pk),
+                "statement": m.statement,
+                "basis": m.basis,
+                "status": m.status,
+                # The person's "true, but don't use it": shown so an agent knows not to.
+                "withheld": m.withheld,
+            }
             for m in conflict.memories.all()
         ]
 

@@ -138,17 +138,33 @@ def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -
     }
 
 
-def undo_left(memory: Memory) -> int:
-    """Whole seconds until the Undo button goes; 0 once the deletion is final.
+def undo_left(request: SignedInRequest, memory: Memory) -> int:
+    """Whole seconds until the viewer's Undo button goes; 0 when they cannot undo.
 
     Rounded up past the window's end, so the page's re-fetch then finds it closed.
     """
     if memory.status != Memory.Status.RETRACTED or memory.status_changed_at is None:
         return 0
-    left = policy.undo_seconds_left(
-        deleted_at=memory.status_changed_at, now=timezone.now(), within_seconds=undo_seconds()
+    deletion = memory.history.order_by("-history_date", "-history_id").first()
+    now = timezone.now()
+    refusal = policy.undo_refusal(
+        deleted_by=deletion.history_actor if deletion else "",
+        by=Actor.for_user(request.user).label,
+        deleted_at=memory.status_changed_at,
+        now=now,
+        within_seconds=undo_seconds(),
     )
-    return math.floor(left) + 1 if left >= 0 else 0
+    if refusal is not None:
+        return 0
+    left = policy.undo_seconds_left(
+        deleted_at=memory.status_changed_at, now=now, within_seconds=undo_seconds()
+    )
+    return math.floor(left) + 1
+
+
+def fragment_for(memory: Memory) -> str:
+    """The partial a memory is shown in: a guess as a question, anything else as a card."""
+    return "question" if memory.status == Memory.Status.PENDING else "card"
 
 
 def _fragment(
@@ -159,7 +175,7 @@ def _fragment(
         "own": is_own(request, memory.subject),
         "card": describe(request, memory),
         "undo_seconds": undo_seconds(),
-        "undo_left": undo_left(memory),
+        "undo_left": undo_left(request, memory),
         **extra,
     }
     return render(request, f"{TEMPLATE}#{name}", context, status=status)
@@ -190,7 +206,7 @@ def subject_page(request: SignedInRequest, ref: str) -> HttpResponse:
         found = mine.filter(pk=value).first() if _is_uuid(value) else None
         context[param] = describe(request, found) if found else None
         if param == "deleted" and found:
-            context["undo_left"] = undo_left(found)
+            context["undo_left"] = undo_left(request, found)
     # The plain path of "which conversations?": the page with that card's list open.
     value = request.GET.get("uses", "")
     found = mine.filter(pk=value).first() if _is_uuid(value) else None
@@ -307,12 +323,14 @@ def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 def _refused(
     request: SignedInRequest, memory: Memory, fragment: str, refusal: policy.Refusal
 ) -> HttpResponse:
-    """A refusal said in words: inside the fragment for htmx, as a message otherwise."""
+    """A refusal said in words, with its 4xx status: inside the fragment for htmx, on the
+    page otherwise."""
+    memory.refresh_from_db()
     if request.htmx:
-        memory.refresh_from_db()
         return _fragment(request, fragment, memory, status=refusal.status, error=refusal.detail)
     messages.error(request, refusal.detail)
-    return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
+    context = page_context(request, memory.subject, Filters())
+    return render(request, TEMPLATE, context, status=refusal.status)
 
 
 @login_required
@@ -323,6 +341,9 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     if request.method == "GET":
         if not request.htmx:
             return HttpResponseRedirect(subject_url(memory.subject, "undo", deleted=str(memory.pk)))
+        # Restored meanwhile (in another tab, say): it is shown as it is now.
+        if memory.status != Memory.Status.RETRACTED:
+            return _fragment(request, fragment_for(memory), memory)
         return _fragment(request, "undo", memory)
     if request.method != "POST":
         return HttpResponse(status=405)
@@ -337,8 +358,9 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     if not request.htmx:
         messages.success(request, "Undone: the memory is back.")
         return HttpResponseRedirect(subject_url(restored.subject, f"memory-{restored.pk}"))
-    fragment = "question" if restored.status == Memory.Status.PENDING else "card"
-    return _fragment(request, fragment, restored, note="Undone: it is back.", focus=True)
+    return _fragment(
+        request, fragment_for(restored), restored, note="Undone: it is back.", focus=True
+    )
 
 
 @login_required
@@ -398,7 +420,8 @@ def memory_uses(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         return HttpResponseRedirect(
             subject_url(memory.subject, f"memory-{memory.pk}", uses=str(memory.pk))
         )
-    context = {"subject": memory.subject, "card": describe(request, memory)}
+    # The list needs only the memory, not its whole card (conflicts, usage, policy).
+    context = {"subject": memory.subject, "card": {"memory": memory}}
     context.update(uses_context(memory))
     return render(request, f"{TEMPLATE}#uses", context)
 
@@ -416,7 +439,7 @@ def memory_withhold(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
             memory=memory, actor=Actor.for_user(request.user), withheld=use == "no"
         )
     except policy.Refusal as refusal:
-        return _refused(request, memory, "card", refusal)
+        return _refused(request, memory, fragment_for(memory), refusal)
     note = (
         "The assistant will not use this any more. It stays here, and you can let it be used again."
         if memory.withheld
@@ -425,8 +448,7 @@ def memory_withhold(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     if not request.htmx:
         messages.success(request, note)
         return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
-    fragment = "question" if memory.status == Memory.Status.PENDING else "card"
-    return _fragment(request, fragment, memory, note=note, focus=True)
+    return _fragment(request, fragment_for(memory), memory, note=note, focus=True)
 
 
 @login_required
@@ -483,7 +505,11 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
         )
     except policy.Refusal as refusal:
         return _conflict_refused(request, conflict, refusal.detail, refusal.status)
-    note = f"Resolved. The assistant now remembers: “{kept.statement}”"
+    note = (
+        f"Resolved. Kept, and still not used by the assistant: “{kept.statement}”"
+        if kept.withheld
+        else f"Resolved. The assistant now remembers: “{kept.statement}”"
+    )
     if not request.htmx:
         messages.success(request, note)
         return HttpResponseRedirect(subject_url(subject))

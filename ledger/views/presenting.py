@@ -17,10 +17,8 @@ from ledger import access
 from ledger.actions.conflicts import KEPT_IN_CONFLICT
 from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.choices import StatedBy
+from ledger.dates import day as day  # re-exported: views format days with the presenters
 from ledger.models import Memory, Source
-
-# The one human date format, shared with the templates' ``|day`` and ``|when`` filters.
-from ledger.templatetags.dates import day as day
 
 KIND_TITLES = {
     Memory.Kind.PREFERENCE: "Preferences",
