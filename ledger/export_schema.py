@@ -37,7 +37,7 @@ WHO = (
 )
 
 # How a memory came to be: said by the person, guessed, a guess confirmed, a correction.
-ORIGINS = ("said", "guessed", "confirmed", "corrected")
+ORIGINS = ("said", "recorded", "guessed", "confirmed", "corrected")
 # How a conflict was settled: a statement kept as it was, the kept one rewritten in the
 # same step, or none left standing (every contender deleted, expired or erased).
 RESOLUTIONS = (*choices.ConflictResolution.values, "none_left")
@@ -46,7 +46,8 @@ RESOLUTIONS = (*choices.ConflictResolution.values, "none_left")
 # and allowed by the schema at once.
 MEMORY_KINDS = tuple(choices.MemoryKind.values)
 MEMORY_STATUSES = tuple(choices.MemoryStatus.values)
-SOURCE_KINDS = tuple(choices.SourceKind.values)
+# The export names a dashboard correction's source "correction", not "operator".
+SOURCE_KINDS = (*choices.SourceKind.values, "correction")
 LEDGER_KINDS = tuple(choices.LedgerKind.values)
 LEDGER_STATUSES = tuple(choices.LedgerStatus.values)
 CHANGES = ("created", "changed", "deleted")
@@ -109,12 +110,13 @@ _SOURCE = _closed(
         "kind": _enum(
             SOURCE_KINDS,
             "user_message: a message from the person; tool_result: something a tool the "
-            "assistant used returned; operator: written by hand in the dashboard; import: "
-            "brought in from an earlier memory store.",
+            "assistant used returned; operator: entered by hand by an operator; import: "
+            "brought in from an earlier memory store; correction: a correction made on the "
+            "dashboard.",
         ),
         "ref": _text(
-            "The reference of what it came from: a message id, a tool call, or for a "
-            "correction by hand correction:<id of the memory corrected>."
+            "The reference of what it came from: a message id or a tool call; for a "
+            "correction, the id of the memory it corrected."
         ),
         "run": _text_or_null("The conversation (agent run) it came from, if any."),
         "turn": {
@@ -184,7 +186,9 @@ _MEMORY = _closed(
             {
                 "how": _enum(
                     ORIGINS,
-                    "said: the person said it; guessed: an agent inferred it; confirmed: a "
+                    "said: the person said it; recorded: stated by a tool's answer, an "
+                    "import or a hand entry, not in the person's words; guessed: an agent "
+                    "inferred it; confirmed: a "
                     "guess someone confirmed; corrected: written as a correction of an "
                     "earlier memory (see supersedes).",
                 ),

@@ -26,6 +26,7 @@ from django.db.models import Prefetch
 from django.utils import timezone
 
 from ledger import access
+from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.choices import Basis, ConflictStatus, MemoryStatus, StatedBy
 from ledger.export_schema import (
     FORMAT,
@@ -115,9 +116,14 @@ def _change(row: Any, names: _Names) -> dict[str, Any]:
 
 
 def _source(source: Source) -> dict[str, Any]:
+    kind, ref = source.kind, source.ref
+    # A correction made on the dashboard is stored as a hand-written source naming the
+    # memory it corrects; the export says so in its own words.
+    if kind == Source.Kind.OPERATOR and ref.startswith(CORRECTION_REF):
+        kind, ref = "correction", ref.removeprefix(CORRECTION_REF)
     return {
-        "kind": source.kind,
-        "ref": source.ref,
+        "kind": kind,
+        "ref": ref,
         "run": source.run.ref if source.run else None,
         "turn": source.turn,
         "excerpt": source.excerpt,
@@ -136,6 +142,10 @@ def _origin(memory: Memory, rows: list[Any], names: _Names) -> dict[str, str]:
     if memory.stated_by == StatedBy.CORRECTION:
         who = names.who(rows[0].history_actor) if rows else WHO_UNKNOWN
         return {"how": "corrected", "who": who}
+    first = min(memory.sources.all(), key=lambda source: source.received_at, default=None)
+    if first is not None and first.kind != Source.Kind.USER_MESSAGE:
+        # Stated, but not in the person's words: a tool's answer, an import, a hand entry.
+        return {"how": "recorded", "who": names.who(rows[0].history_actor) if rows else WHO_UNKNOWN}
     # Stated by the person, whoever wrote it down (an agent recording their own words).
     return {"how": "said", "who": WHO_PERSON}
 

@@ -218,6 +218,17 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a "kind" and a "status": each vocabulary gets its own name.
+    "ENUM_NAME_OVERRIDES": {
+        "MemoryKindEnum": "ledger.choices.MemoryKind",
+        "SourceKindEnum": "ledger.choices.SourceKind",
+        "LedgerKindEnum": "ledger.choices.LedgerKind",
+        "MemoryStatusEnum": "ledger.choices.MemoryStatus",
+        "LedgerStatusEnum": "ledger.choices.LedgerStatus",
+        "ConflictStatusEnum": "ledger.choices.ConflictStatus",
+        "SnapshotStatusEnum": "ledger.choices.SnapshotStatus",
+        "JournalStateEnum": "ledger.choices.JournalState",
+    },
 }
 
 # History is read-only in the admin: every change goes through the write functions.

@@ -261,7 +261,7 @@ def test_the_export_holds_the_withheld_state_and_its_history(rich) -> None:
     assert knee["reads"] == []
     change = knee["history"][-1]
     assert (change["withheld"], change["who"], change["actor"]) == (True, "the person", "user:dana")
-    assert change["reason"] == "The person's choice: true, but not to be used."
+    assert change["reason"] == "True, but the person does not want the assistant to use it."
     assert memories["Prefers email."]["withheld"] is False
 
 
@@ -328,3 +328,21 @@ def test_the_export_of_an_erased_subject_validates_and_holds_only_the_skeleton(r
     text = json.dumps(document)
     for gone in ("Prefers", "knee", "Porto", "billing email", "refund"):
         assert gone not in text
+
+
+def test_a_dashboard_correction_and_a_tools_answer_are_told_in_the_exports_own_words(
+    dana, remember
+) -> None:
+    remember(
+        "Account is on the Starter plan.",
+        kind="account_fact",
+        source=SourceInput(kind="tool_result", ref="crm_lookup_5510"),
+    )
+    _, document = download(dana)
+    by_statement = {m["statement"]: m for m in document["memories"]}
+    letters, email = by_statement["Prefers letters."], by_statement["Prefers email."]
+    assert letters["origin"] == {"how": "corrected", "who": "the person"}
+    assert [(s["kind"], s["ref"]) for s in letters["sources"]] == [("correction", email["id"])]
+    assert by_statement["Account is on the Starter plan."]["origin"]["how"] == "recorded"
+    assert email["origin"] == {"how": "said", "who": "the person"}
+    assert "operator" not in json.dumps(document) and "correction:" not in json.dumps(document)

@@ -100,7 +100,10 @@ def test_without_javascript_the_link_opens_the_page_with_the_list(
     assert f"uses={memory.pk}" in response["Location"]
     html = card_html(client.get(response["Location"]).content.decode(), memory)
     assert "<details" in html and " open" in html
-    assert "Conversation <code>run_a</code>, by fixture-agent" in html
+    # The person reads plain words; the run's ref is there to quote to support.
+    assert (
+        "A conversation (reference <code>run_a</code>, to quote to support), by fixture-agent"
+    ) in html
 
 
 def test_support_sees_it_too_with_the_runs_linked(

@@ -323,7 +323,7 @@ def test_expired_memory_says_when_and_can_be_renewed(dana, remember) -> None:
         assert f">1 month (until {until.day} {until:%B %Y})</option>" in html
         assert 'type="date"' not in html
         response = dana.post(reverse("memory-renew", args=[trip.pk]), {"period": "30"}, **HTMX)
-    assert "Renewed." in response.content.decode()
+    assert "Renewed: kept until" in response.content.decode()
     trip.refresh_from_db()
     assert trip.expires_at.date() == until.date()
     assert trip.status == Memory.Status.ACTIVE
@@ -345,7 +345,7 @@ def test_renewing_without_javascript_redirects_back_with_a_message(dana) -> None
         response = dana.post(
             reverse("memory-renew", args=[kept.pk]), {"period": "365"}, follow=True
         )
-    assert "Renewed." in response.content.decode()
+    assert "Renewed: kept until" in response.content.decode()
     kept.refresh_from_db()
     assert kept.expires_at == now + timedelta(days=365)
 

@@ -264,12 +264,12 @@ def test_history_page_and_api_history_say_who_and_why(
     html = client.get(reverse("memory-history", args=[knee.pk])).content.decode()
     assert "Not to be used by the assistant</strong> by you" in html
     assert "Allowed to be used again</strong> by you" in html
-    assert "The person&#x27;s choice: true, but not to be used." in html
+    assert "True, but the person does not want the assistant to use it." in html
 
     rows = api.get(f"/api/v1/memories/{knee.pk}/history").json()["results"]
     withheld, allowed = rows[1], rows[0]
     assert (withheld["withheld"], withheld["actor"]) == (True, "user:dana")
-    assert withheld["reason"] == "The person's choice: true, but not to be used."
+    assert withheld["reason"] == "True, but the person does not want the assistant to use it."
     assert withheld["changed_fields"] == ["version", "withheld"]
     assert (allowed["withheld"], allowed["actor"]) == (False, "user:dana")
 

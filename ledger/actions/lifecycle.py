@@ -239,9 +239,9 @@ def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool) -> Memory:
             return locked
         locked.withheld = withheld
         said = (
-            "The person's choice: true, but not to be used."
+            "True, but the person does not want the assistant to use it."
             if withheld
-            else "The person's choice: it may be used again."
+            else "The person lets the assistant use it again."
         )
         save_tracked(
             locked,

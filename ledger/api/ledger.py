@@ -71,7 +71,7 @@ class ReasonField(StrictCharField):
 
 class LedgerEntryWriteSerializer(StrictSerializer):
     fact = FactField(help_text="The fact verbatim, numbers and negatives intact.")
-    kind = StrictChoiceField(choices=LedgerEntry.Kind.values)
+    kind = StrictChoiceField(choices=LedgerEntry.Kind.choices)
     # A field named source: see ledger.api.serializers.MemoryWriteSerializer.
     source = SourceInputSerializer()  # type: ignore[assignment]
     run = RefField(required=False)

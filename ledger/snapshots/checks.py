@@ -30,6 +30,16 @@ NAMES_IN_MESSAGE = 10
 _validator = Draft202012Validator(STATE_DOCUMENT_SCHEMA, format_checker=FORMAT_CHECKER)
 
 
+# What each check is called where people read its problems.
+CHECK_TITLES = {
+    "schema": "Shape",
+    "partition": "Every task item placed",
+    "monotonic": "Nothing resolved lost",
+    "commitments": "Commitments carried",
+    "references": "Artifacts reproducible",
+}
+
+
 @dataclass(frozen=True)
 class Problem:
     """One reason a document is rejected: the check, a stable code, words, and the names."""

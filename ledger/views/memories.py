@@ -43,7 +43,7 @@ from ledger.views.forms import (
     Filters,
 )
 from ledger.views.http import SignedInRequest
-from ledger.views.presenting import KIND_TITLES, Names, undo_seconds
+from ledger.views.presenting import KIND_TITLES, Names, day, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
 # Support sees the latest runs about a person; older ones are reached through the ledger.
@@ -460,18 +460,20 @@ def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         period = policy.renew_period(
             Policy.current(), basis=memory.basis, chosen=request.POST.get("period", "")
         )
+        until = timezone.now() + timedelta(days=period.days)
         memory = renew_memory(
             memory=memory,
             actor=Actor.for_user(request.user),
-            expires_at=timezone.now() + timedelta(days=period.days),
-            reason="Renewed by the person." if is_own(request, memory.subject) else "By support.",
+            expires_at=until,
+            reason=f"kept for {period.words}, until {day(until)}.",
         )
     except policy.Refusal as refusal:
         return _refused(request, memory, "card", refusal)
+    note = f"Renewed: kept until {day(until)}."
     if not request.htmx:
-        messages.success(request, "Renewed.")
+        messages.success(request, note)
         return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
-    return _fragment(request, "card", memory, note="Renewed.", focus=True)
+    return _fragment(request, "card", memory, note=note, focus=True)
 
 
 @login_required
