@@ -26,6 +26,12 @@ class Actor:
         """How history names a person: what ``for_user`` stamps on every row they change."""
         return f"user:{username}"
 
+    @staticmethod
+    def username_in(label: str) -> str | None:
+        """The person a history label names (``user:<username>``); None for an agent or task."""
+        kind, _, name = label.partition(":")
+        return name if kind == "user" else None
+
     @classmethod
     def for_agent(cls, agent: Agent) -> Actor:
         return cls(label=f"agent:{agent.name}", agent=agent)

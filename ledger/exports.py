@@ -27,6 +27,7 @@ from django.utils import timezone
 
 from ledger import access
 from ledger.actions.lifecycle import CORRECTION_REF
+from ledger.actors import Actor
 from ledger.choices import Basis, ConflictStatus, MemoryStatus, StatedBy
 from ledger.export_schema import (
     FORMAT,
@@ -67,7 +68,7 @@ class _Names:
     @classmethod
     def load(cls, subject: Subject, labels: Iterable[str]) -> _Names:
         """One query for the roles of every person named, whatever the number of rows."""
-        usernames = {name for label in labels if (name := _username(label))}
+        usernames = {name for label in labels if (name := Actor.username_in(label))}
         owner = subject.owner.get_username() if subject.owner else None
         return cls(owner=owner, roles=access.roles_of(usernames))
 
@@ -91,11 +92,6 @@ class _Names:
 
     def by(self, label: str) -> dict[str, str]:
         return {"who": self.who(label), "actor": label}
-
-
-def _username(label: str) -> str | None:
-    kind, _, name = label.partition(":")
-    return name if kind == "user" else None
 
 
 def _grouped(rows: Iterable[Any], key: str) -> dict[Any, list[Any]]:

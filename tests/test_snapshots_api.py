@@ -459,3 +459,11 @@ def test_a_document_nested_past_any_state_document_is_a_400(api: APIClient) -> N
     assert response.status_code == 400
     assert "Nested deeper" in str(response.json()["document"])
     assert not Snapshot.objects.exists()
+
+
+@pytest.mark.parametrize("path", ["/api/v1/schemas/state-document", "/api/v1/schemas/export"])
+def test_a_published_schema_names_its_own_address_whatever_it_was_fetched_with(
+    db: None, path: str
+) -> None:
+    schema = APIClient().get(path, {"x": "1"}).json()
+    assert schema["$id"] == f"http://testserver{path}"

@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
-from rest_framework import permissions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -34,7 +33,7 @@ from ledger.api.fields import (
 from ledger.api.idempotency import idempotent
 from ledger.api.pagination import Cursor
 from ledger.models import Run, Snapshot, Subject
-from ledger.snapshots.schema import BUDGET_PARTS, STATE_DOCUMENT_SCHEMA
+from ledger.snapshots.schema import BUDGET_PARTS
 
 DOCUMENT_MAX_BYTES = 256 * 1024
 TOKENS_MAX = 100_000_000
@@ -263,17 +262,3 @@ class LatestSnapshotView(APIView):
                 f"Run '{run.ref}' has no accepted snapshot yet.", "no_accepted_snapshot"
             )
         return Response(SnapshotSerializer(snapshot).data)
-
-
-class StateDocumentSchemaView(APIView):
-    # Public like the OpenAPI schema: it describes a format and holds no data.
-    authentication_classes: list[Any] = []
-    permission_classes = [permissions.AllowAny]
-
-    @extend_schema(
-        auth=[],
-        responses={200: OpenApiTypes.OBJECT},
-        description="The JSON Schema (draft 2020-12) every state document is checked against.",
-    )
-    def get(self, request: Request) -> Response:
-        return Response({"$id": request.build_absolute_uri(), **STATE_DOCUMENT_SCHEMA})

@@ -1,13 +1,13 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from ledger.api.exports import ExportSchemaView
 from ledger.api.journal import JournalViewSet, RunJournalView
 from ledger.api.ledger import LedgerEntryViewSet, SubjectLedgerView
 from ledger.api.memories import MemoryViewSet, SubjectViewSet
 from ledger.api.notes import RunNotesView, RunNoteView
 from ledger.api.recall import MemoryRecallsView, SubjectRecallView
-from ledger.api.snapshots import LatestSnapshotView, RunSnapshotsView, StateDocumentSchemaView
+from ledger.api.schemas import ExportSchemaView, StateDocumentSchemaView
+from ledger.api.snapshots import LatestSnapshotView, RunSnapshotsView
 from ledger.api.tools import ToolsView
 
 router = SimpleRouter(trailing_slash=False)

@@ -16,6 +16,7 @@ from django.conf import settings
 from ledger import access
 from ledger.actions.conflicts import KEPT_IN_CONFLICT
 from ledger.actions.lifecycle import CORRECTION_REF
+from ledger.actors import Actor
 from ledger.choices import StatedBy
 from ledger.dates import day as day  # re-exported: views format days with the presenters
 from ledger.models import Memory, Source
@@ -86,11 +87,6 @@ def source_words(source: Source, *, corrected_by: str) -> tuple[str, str]:
     return SOURCE_KINDS.get(source.kind, source.kind), source.ref
 
 
-def _username(label: str) -> str | None:
-    kind, _, name = label.partition(":")
-    return name if kind == "user" else None
-
-
 @dataclass(frozen=True)
 class Names:
     """Who acted, in words for one viewer: history actors ('user:dana', 'agent:x',
@@ -102,7 +98,7 @@ class Names:
     @classmethod
     def for_labels(cls, viewer: access.Person, labels: Iterable[str]) -> Names:
         """Names for these labels, looking up in one query which people are staff."""
-        people = {name for label in labels if (name := _username(label))}
+        people = {name for label in labels if (name := Actor.username_in(label))}
         return cls(viewer.get_username(), frozenset(access.staff_usernames(people)))
 
     def who(self, label: str) -> str:
