@@ -81,6 +81,12 @@ def visible_subjects(user: Person, via: str = "") -> Q:
     return Q(**{f"{via}owner": user})
 
 
+def may_use_support_tools(user: Person) -> bool:
+    """Support's workbench: search across subjects, traces, queues, complaints, memory as of
+    a date and batch retractions. Anyone else is answered as if none of it existed."""
+    return is_staff(user)
+
+
 def may_see_runs(user: Person) -> bool:
     """Runs are agents' working state across subjects: journals, notes, compactions."""
     return is_staff(user)

@@ -35,6 +35,8 @@ class StatedBy(models.TextChoices):
 
     PERSON = "", "the person"
     CONFIRMATION = "confirmation", "a confirmation"
+    # Staff never speak for the person: a guess support confirmed says so, everywhere.
+    SUPPORT_CONFIRMATION = "support_confirmation", "a confirmation by support"
     CORRECTION = "correction", "a correction"
 
 
@@ -48,6 +50,8 @@ class SourceKind(models.TextChoices):
 class Scope(models.TextChoices):
     READ = "read"
     WRITE = "write"
+    # Staff tooling: batch retractions across subjects. Only an admin grants it.
+    STAFF = "staff"
 
 
 class ConflictStatus(models.TextChoices):

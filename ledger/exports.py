@@ -131,6 +131,9 @@ def _origin(memory: Memory, rows: list[Any], names: _Names) -> dict[str, str]:
     """How the memory came to be, in the export's words, and who is behind it."""
     if memory.basis == Basis.INFERRED:
         return {"how": "guessed", "who": names.who(rows[0].history_actor) if rows else WHO_AGENT}
+    if memory.stated_by == StatedBy.SUPPORT_CONFIRMATION:
+        # Whoever on the staff did it, it was not the person.
+        return {"how": "confirmed", "who": WHO_SUPPORT}
     if memory.stated_by == StatedBy.CONFIRMATION:
         confirmed = next((r for r in rows if r.stated_by == StatedBy.CONFIRMATION), None)
         who = names.who(confirmed.history_actor) if confirmed else WHO_UNKNOWN

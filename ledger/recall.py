@@ -21,6 +21,7 @@ from django.db import connections
 from django.db.models import Case, F, IntegerField, Prefetch, QuerySet, Value, When
 from django.utils import timezone
 
+from ledger.choices import StatedBy
 from ledger.models import Conflict, Memory, Recall, Subject
 from ledger.policy import forbidden_character
 
@@ -237,9 +238,11 @@ def header_line(memory: Memory) -> str:
     """Kind, basis, when written and until when, as the block shows them."""
     if memory.basis == Memory.Basis.INFERRED:
         basis = "inferred by an agent, never confirmed by the person"
-    elif memory.stated_by == "confirmation":
+    elif memory.stated_by == StatedBy.CONFIRMATION:
         basis = "stated (a guess the person confirmed)"
-    elif memory.stated_by == "correction":
+    elif memory.stated_by == StatedBy.SUPPORT_CONFIRMATION:
+        basis = "a guess confirmed by support, not by the person"
+    elif memory.stated_by == StatedBy.CORRECTION:
         basis = "stated (corrected by a person)"
     else:
         basis = "stated by the person"

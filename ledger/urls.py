@@ -26,4 +26,8 @@ urlpatterns = [
     path("runs/<str:ref>/notes/", runs.run_notes, name="run-notes"),
     path("runs/<str:ref>/snapshots/", snapshots.timeline, name="run-snapshots"),
     path("runs/<str:ref>/snapshots/diff/", snapshots.diff, name="snapshot-diff"),
+    # Support's workbench: search, sources and queues.
+    # Support's workbench: traces and recalls.
+    # Support's workbench: runs, complaints and memory as of a date.
+    # Support's workbench: batch retractions.
 ]

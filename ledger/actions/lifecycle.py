@@ -137,7 +137,11 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
 
 
 def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
-    """A person says a guess is right: it becomes active and stated, by confirmation."""
+    """A person says a guess is right: it becomes active and stated, by confirmation.
+
+    Confirmed by anyone but the person it is about (support, say, after a phone call), it
+    is recorded as support's confirmation, and never shown as the person's.
+    """
     now = timezone.now()
     with transaction.atomic():
         locked = lock_slot(memory)
@@ -145,7 +149,12 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
         current = Policy.current()
         if locked.basis == Memory.Basis.INFERRED:
             locked.basis = Memory.Basis.STATED
-            locked.stated_by = StatedBy.CONFIRMATION
+            by_person = actor.user is not None and access.acts_for_person(
+                actor.user, locked.subject
+            )
+            locked.stated_by = (
+                StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
+            )
             # Confirmed, it is no longer a guess: it lives as long as what the person says.
             locked.expires_at = policy.expiry_for(
                 current,

@@ -41,6 +41,8 @@ def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
         return "The assistant guessed this"
     if memory.stated_by == StatedBy.CONFIRMATION:
         return "You confirmed this" if own else "Confirmed by the person"
+    if memory.stated_by == StatedBy.SUPPORT_CONFIRMATION:
+        return "Confirmed by support"
     if memory.stated_by == StatedBy.CORRECTION:
         if created_by_viewer:
             return "You corrected this"

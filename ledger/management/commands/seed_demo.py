@@ -202,20 +202,54 @@ class Command(BaseCommand):
             basis="inferred",
             source=SourceInput(kind="tool_result", ref="orders_by_weekday", run="run_102", turn=6),
         )
+        marco = "acct_1f6b0c93d2e84a71"
         write(
-            "acct_1f6b0c93d2e84a71",
+            marco,
             "Wants invoices addressed to the finance team, not a person.",
             kind="preference",
             key="invoice.addressee",
             basis="stated",
             source=SourceInput(kind="user_message", ref="msg_2210", run="run_140", turn=2),
         )
-        for ref, name in [
-            (northwind, "Northwind Bakery"),
-            ("acct_1f6b0c93d2e84a71", "Marco Rossi"),
-        ]:
+        self._load_complaint(write, agent, marco)
+        for ref, name in [(northwind, "Northwind Bakery"), (marco, "Marco Rossi")]:
             set_display_name(subject=Subject.objects.get(ref=ref), display_name=name, actor=system)
         self._load_recalls(agent, subject)
+
+    def _load_complaint(self, write: Any, agent: Agent, ref: str) -> None:
+        """Support's tour: one message misread into two wrong memories, read by three later
+        runs, until Marco complains that the assistant keeps phoning him."""
+        misread = SourceInput(
+            kind="user_message",
+            ref="msg_0588",
+            run="run_150",
+            turn=3,
+            excerpt="Please don't ring me, I'm not happy to be phoned. E-mail is fine.",
+        )
+        write(
+            ref,
+            "Happy to be phoned about deliveries.",
+            kind="preference",
+            key="contact.channel",
+            basis="stated",
+            source=misread,
+        )
+        write(
+            ref,
+            "Best reached by phone after 6 pm.",
+            kind="preference",
+            key="contact.hours",
+            basis="stated",
+            source=misread,
+        )
+        subject = Subject.objects.get(ref=ref)
+        for run_ref, goal in [
+            ("run_151", "arrange a delivery call"),
+            ("run_152", "delivery delayed, tell the customer"),
+            ("run_153", "ask about the late delivery by phone"),
+        ]:
+            result = recall(subject=subject, goal=goal, k=5)
+            record_recall(agent=agent, result=result, run_ref=run_ref, turn=1)
 
     def _load_recalls(self, agent: Agent, subject: Subject) -> None:
         """Three conversations that read Dana's memories, so people see where each was used."""
