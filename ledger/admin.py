@@ -95,6 +95,12 @@ class WriteDecisionAdmin(ReadOnlyAdmin):
     list_filter = ["outcome", "code"]
 
 
+@admin.register(models.RetractionBatch)
+class RetractionBatchAdmin(ReadOnlyAdmin):
+    list_display = ["retracted_at", "retracted_by", "reason", "undone_at", "undone_by"]
+    list_filter = ["undone_at"]
+
+
 if TYPE_CHECKING:
     PolicyModelForm = forms.ModelForm[models.Policy]
 else:

@@ -145,6 +145,8 @@ class Source(models.Model):
             ),
             models.CheckConstraint(condition=~Q(ref=""), name="source_ref_not_empty"),
         ]
+        # Support finds everything one message or tool result wrote by its reference.
+        indexes = [models.Index(fields=["ref"], name="source_ref")]
 
     def __str__(self) -> str:
         return f"{self.kind}:{self.ref}"
@@ -222,6 +224,8 @@ class Memory(models.Model):
             ),
         ]
         indexes = [
+            # Support's search lists memories across subjects newest first, a page at a time.
+            models.Index(fields=["-written_at", "-id"], name="memory_newest_first"),
             # Recall and the subject page: a subject's live memories by expiry.
             models.Index(fields=["subject", "status", "expires_at"], name="memory_subject_live"),
             models.Index(fields=["subject", "key"], name="memory_subject_key"),

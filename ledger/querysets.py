@@ -7,7 +7,8 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.db import models
+from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorExact
+from django.db import connections, models
 from django.db.models import Count, F, Max, Q
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -21,7 +22,7 @@ from ledger.choices import (
     LedgerStatus,
     MemoryStatus,
 )
-from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY
+from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY, RETRACTABLE_MEMORY
 
 if TYPE_CHECKING:
     # The models import this module, so it names them for the type checker only; the
@@ -42,6 +43,13 @@ if TYPE_CHECKING:
 class SubjectQuerySet(models.QuerySet["Subject"]):
     def visible_to(self, user: access.Person) -> SubjectQuerySet:
         return self.filter(access.visible_subjects(user))
+
+    def with_memory_counts(self) -> SubjectQuerySet:
+        """Each subject's ``active`` and ``pending`` memories, counted in the same query."""
+        return self.annotate(
+            active=Count("memories", filter=Q(memories__status=MemoryStatus.ACTIVE)),
+            pending=Count("memories", filter=Q(memories__status=MemoryStatus.PENDING)),
+        )
 
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
@@ -74,6 +82,43 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         now = now or timezone.now()
         return self.filter(status__in=LIVE_MEMORY, review_at__lte=now)
 
+    def found_by(self, text: str) -> MemoryQuerySet:
+        """Support's search box: memories whose statement matches ``text``, whose subject's
+        reference or name contains it, or that it names by source, run or agent.
+
+        Every criterion but the statement's is a subquery on its own small table, read
+        through an index (a memory's subject, run and agent are indexed foreign keys, a
+        source's reference is indexed), so PostgreSQL can OR the indexes instead of joining
+        every memory to its subject; and a memory with many sources comes once.
+        """
+        # The models import this module, so their classes are reached at call time.
+        from ledger.models import Agent, Run, Source, Subject
+
+        subjects = Subject.objects.filter(Q(ref__icontains=text) | Q(display_name__icontains=text))
+        return self.filter(
+            _statement_matches(self.db, text)
+            | Q(subject__in=subjects.values("pk"))
+            | Q(pk__in=Source.objects.filter(ref=text, memory__isnull=False).values("memory_id"))
+            | Q(run__in=Run.objects.filter(ref=text).values("pk"))
+            | Q(agent__in=Agent.objects.filter(name__iexact=text).values("pk"))
+        )
+
+    def written_between(self, start: datetime | None, end: datetime | None) -> MemoryQuerySet:
+        """Written at or after ``start`` and before ``end``; either may be left open."""
+        queryset = self
+        if start is not None:
+            queryset = queryset.filter(written_at__gte=start)
+        if end is not None:
+            queryset = queryset.filter(written_at__lt=end)
+        return queryset
+
+    def in_open_conflict(self) -> MemoryQuerySet:
+        return self.filter(pk__in=self.filter(conflicts__status=ConflictStatus.OPEN).values("pk"))
+
+    def pending(self) -> MemoryQuerySet:
+        """Guesses waiting for the person's (or support's) confirmation."""
+        return self.filter(status=MemoryStatus.PENDING)
+
     def expiring_within(self, now: datetime, until: datetime) -> MemoryQuerySet:
         """Live now, and dying after ``now`` but no later than ``until``."""
         return self.filter(status__in=LIVE_MEMORY, expires_at__gt=now, expires_at__lte=until)
@@ -82,6 +127,12 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         """What a person's page lists by default: what they may still act on."""
         return self.filter(status__in=ACTIONABLE_MEMORY)
 
+    def written_in(self, run: Run) -> MemoryQuerySet:
+        """What a run wrote: memories it created, and any whose evidence came from it (a
+        repeat the gate merged into an earlier memory)."""
+        # Sources are matched in a subquery, so a memory with many of them comes once.
+        return self.filter(Q(run=run) | Q(pk__in=self.filter(sources__run=run).values("pk")))
+
     def matching(self, text: str) -> MemoryQuerySet:
         """A person's search within their memories: every word must appear in the statement."""
         queryset = self
@@ -89,10 +140,67 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             queryset = queryset.filter(statement__icontains=word)
         return queryset
 
+    def selected_for_retraction(
+        self,
+        *,
+        source_ref: str = "",
+        run: str = "",
+        agent: str = "",
+        written_after: datetime | None = None,
+        written_before: datetime | None = None,
+    ) -> MemoryQuerySet:
+        """What a batch retraction takes: memories a deletion may still reach, matching
+        every criterion given. A source reference matches any of a memory's sources; a run,
+        the run that wrote it or any source's run; an agent, the agent that wrote it.
+
+        Criteria on sources are subqueries, so a memory with many sources appears once.
+        """
+        queryset = self.filter(status__in=RETRACTABLE_MEMORY)
+        if source_ref:
+            queryset = queryset.filter(pk__in=self.filter(sources__ref=source_ref).values("pk"))
+        if run:
+            from_run = self.filter(Q(run__ref=run) | Q(sources__run__ref=run)).values("pk")
+            queryset = queryset.filter(pk__in=from_run)
+        if agent:
+            queryset = queryset.filter(agent__name=agent)
+        if written_after is not None:
+            queryset = queryset.filter(written_at__gt=written_after)
+        if written_before is not None:
+            queryset = queryset.filter(written_at__lt=written_before)
+        return queryset
+
+
+# The text search configuration of recall, support's search and the GIN index in migration
+# 0003: the planner uses the index only for this exact expression, so change them together.
+SEARCH_CONFIG = "english"
+
+
+def _statement_matches(db: str, text: str) -> Q:
+    """The statement matches ``text``: the only database-specific part of support's search.
+
+    PostgreSQL: full-text search (stems, so "phone" finds "phoned"), with the web search
+    syntax people expect ("quoted phrases", -excluded) and never an error for odd input.
+    Elsewhere: every word must appear, as on a person's own page.
+    """
+    if connections[db].vendor == "postgresql":
+        vector = SearchVector("statement", config=SEARCH_CONFIG)
+        query = SearchQuery(text, config=SEARCH_CONFIG, search_type="websearch")
+        return Q(SearchVectorExact(vector, query))
+    every_word = Q()
+    for word in text.split():
+        every_word &= Q(statement__icontains=word)
+    return every_word
+
 
 class UsageRow(TypedDict):
     memory_id: uuid.UUID
     conversations: int
+    last_read: datetime
+
+
+class RecallsRow(TypedDict):
+    memory_id: uuid.UUID
+    recalls: int
     last_read: datetime
 
 
@@ -114,6 +222,25 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
     def about(self, subject: Subject) -> RecallItemQuerySet:
         """Every memory of ``subject`` any agent was given (recalls carry their subject)."""
         return self.filter(recall__subject=subject)
+
+    def recalled_between(self, start: datetime | None, end: datetime | None) -> RecallItemQuerySet:
+        """Served by recalls made at or after ``start`` and before ``end`` (either open)."""
+        queryset = self
+        if start is not None:
+            queryset = queryset.filter(recall__recalled_at__gte=start)
+        if end is not None:
+            queryset = queryset.filter(recall__recalled_at__lt=end)
+        return queryset
+
+    def recalls_per_memory(self) -> models.QuerySet[Any, RecallsRow]:
+        """One row per memory, most recalled first: ``memory_id``, ``recalls`` (how many
+        reads served it) and ``last_read``."""
+        return (
+            self.order_by()
+            .values("memory_id")
+            .annotate(recalls=Count("pk"), last_read=Max("recall__recalled_at"))
+            .order_by("-recalls", "-last_read", "memory_id")
+        )
 
     def usage_per_memory(self) -> models.QuerySet[Any, UsageRow]:
         """One row per memory: ``memory_id``, ``conversations`` and ``last_read``."""

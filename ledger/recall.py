@@ -24,6 +24,7 @@ from django.utils import timezone
 from ledger.choices import StatedBy
 from ledger.models import Conflict, Memory, Recall, Subject
 from ledger.policy import forbidden_character
+from ledger.querysets import SEARCH_CONFIG
 
 if TYPE_CHECKING:
     # django-stubs' helper ships with the type checker, not with the app.
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
 
 DEFAULT_K = 5
 GOAL_MAX = 500
-# The text search configuration; the GIN index in migration 0003 is built on the same
-# expression, so change both together.
-SEARCH_CONFIG = "english"
 # A goal is a sentence or two; more words than this add nothing to the ranking.
 GOAL_TERMS_MAX = 64
 _WORD = re.compile(r"[^\W_]+")
@@ -148,6 +146,12 @@ def rank_memories(*, subject: Subject, goal: str, k: int, now: datetime) -> list
     candidates = Memory.objects.for_subject(subject).servable(now)
     if not terms:
         return [Ranked(m, 0.0) for m in recent_queryset(candidates)[:k]]
+    return rank_by_terms(candidates, terms, k)
+
+
+def rank_by_terms(candidates: QuerySet[Memory], terms: list[str], k: int) -> list[Ranked]:
+    """The ``k`` candidates best matching any of ``terms``, in one query: the one place
+    that chooses full-text search on PostgreSQL or shared words elsewhere."""
     if connections[candidates.db].vendor == "postgresql":
         return [Ranked(m, float(m.rank)) for m in search_queryset(candidates, terms)[:k]]
     return plain_ranking(candidates, terms, k)

@@ -1,7 +1,22 @@
 from django.urls import path
 
-from ledger.views import history, home, memories, reminders, runs, snapshots, subjects
+from ledger.views import (
+    as_of,
+    complaints,
+    history,
+    home,
+    memories,
+    queues,
+    recalls,
+    reminders,
+    retractions,
+    runs,
+    search,
+    snapshots,
+    subjects,
+)
 from ledger.views import ledger as ledger_views
+from ledger.views.run_page import runs_page_view
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -27,7 +42,19 @@ urlpatterns = [
     path("runs/<str:ref>/snapshots/", snapshots.timeline, name="run-snapshots"),
     path("runs/<str:ref>/snapshots/diff/", snapshots.diff, name="snapshot-diff"),
     # Support's workbench: search, sources and queues.
+    path("sources/<path:ref>/", search.source, name="source"),
+    path("queues/", queues.queues, name="queues"),
+    path("queues/<str:name>/", queues.queue, name="queue"),
+    path("journal/<int:pk>/resolve/", queues.journal_resolve, name="journal-resolve"),
     # Support's workbench: traces and recalls.
+    path("recalls/<int:pk>/", recalls.recall_page, name="recall"),
     # Support's workbench: runs, complaints and memory as of a date.
+    path("runs/<str:ref>/", runs_page_view, name="run"),
+    path("complaints/", complaints.complaint_page, name="complaints"),
+    path("subjects/<str:ref>/as-of/", as_of.subject_as_of, name="subject-as-of"),
     # Support's workbench: batch retractions.
+    path("retractions/", retractions.batch_list, name="retractions"),
+    path("retractions/new/", retractions.batch_new, name="retraction-new"),
+    path("retractions/<uuid:pk>/", retractions.batch_page, name="retraction"),
+    path("retractions/<uuid:pk>/undo/", retractions.batch_undo, name="retraction-undo"),
 ]

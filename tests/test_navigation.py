@@ -50,15 +50,15 @@ def test_support_traces_a_memory_to_its_source_and_the_runs_that_read_it(
     html = signed_in("sam").get(f"/memories/{memory.pk}/history/").content.decode()
     assert "Where it came from" in html
     assert "<code>m1</code> in run" in html
-    assert "Read by agents" in html
-    assert 'href="/runs/run_read_1/journal/">run_read_1</a>, 3' in html
+    assert "Its reach" in html
+    assert 'href="/runs/run_read_1/">run_read_1</a>, 3' in html
 
 
 def test_the_person_sees_the_history_without_the_trace(subject_with_a_run) -> None:
     memory = Memory.objects.get(statement="Prefers email.")
     html = signed_in("dana").get(f"/memories/{memory.pk}/history/").content.decode()
     assert "History of a memory" in html
-    assert "Read by agents" not in html
+    assert "Its reach" not in html
 
 
 def test_every_page_and_the_admin_have_an_icon_and_favicon_ico_finds_it(

@@ -93,11 +93,14 @@ def test_the_staff_search_answers_as_one_types_and_on_the_button(
     page.evaluate("window.notReloaded = true")
     rows = page.locator("#subject-results tbody tr")
     assert rows.count() == 2
-    page.get_by_label("Find a subject by reference or name").fill("northwind")
+    page.get_by_label("A subject’s reference or name").fill("northwind")
     page.wait_for_url("**/?q=northwind")
     assert rows.count() == 1 and NAME in rows.inner_text()
-    page.get_by_label("Find a subject by reference or name").fill("acct_other")
+    page.get_by_label("A subject’s reference or name").fill("acct_other")
     page.get_by_role("button", name="Search").click()
     page.wait_for_url("**/?q=acct_other")
-    page.get_by_role("link", name="acct_other_0001").wait_for()
+    page.locator("#subject-results").get_by_role("link", name="acct_other_0001").wait_for()
+    # The memory about that subject is listed too, with its trace one click away.
+    memories = page.get_by_role("region", name="Memories, newest first")
+    assert "Likes rye." in memories.inner_text()
     assert page.evaluate("window.notReloaded") is True

@@ -439,7 +439,7 @@ def test_only_the_person_who_deleted_can_undo(dana, make_person) -> None:
     support = Client()
     support.login(username="sam", password=PASSWORD)
     old = memory("Prefers email over telephone for billing questions.")
-    support.post(reverse("memory-delete", args=[old.pk]), **HTMX)
+    support.post(reverse("memory-delete", args=[old.pk]), {"reason": "Ticket 7."}, **HTMX)
     response = dana.post(reverse("memory-undo", args=[old.pk]), **HTMX)
     assert response.status_code == 409
     assert "Only the person who deleted it can undo that." in response.content.decode()

@@ -17,12 +17,19 @@ KEPT_IN_CONFLICT = "Kept when the conflict was resolved"
 
 
 def resolve_conflict(
-    *, conflict: Conflict, actor: Actor, keep: Memory | None, statement: str | None
+    *,
+    conflict: Conflict,
+    actor: Actor,
+    keep: Memory | None,
+    statement: str | None,
+    reason: str = "",
 ) -> Memory:
     """Keep one statement, or rewrite it; the others go.
 
     With ``statement`` the kept memory (``keep``, or the newest contender) is corrected to
-    it; every other contender is retracted. Returns the memory left standing.
+    it; every other contender is retracted. Returns the memory left standing. ``reason``
+    is why, in the words of whoever settled it (support must give one; the person need
+    not), and goes into every history row the resolution writes.
     """
     statement = (statement or "").strip() or None
     if keep is None and statement is None:
@@ -43,7 +50,8 @@ def resolve_conflict(
             )
         by_person = actor.user is not None and access.acts_for_person(actor.user, locked.subject)
         by = "by the person" if by_person else "by staff"
-        resolved = f"Conflict resolved {by}."
+        why = f" {reason}" if reason else ""
+        resolved = f"Conflict resolved {by}.{why}"
         deleted = [other for other in contenders if other.pk != keep.pk]
         for other in deleted:
             retract_memory(memory=other, actor=actor, reason=resolved)
@@ -61,7 +69,8 @@ def resolve_conflict(
             save_tracked(
                 keep,
                 actor=actor,
-                reason=f"{KEPT_IN_CONFLICT} {by}: deleted instead {others}",
+                reason=f"{KEPT_IN_CONFLICT} {by}: deleted instead {others}"
+                + (f". {reason}" if reason else ""),
                 update_fields=[],
                 bump_version=True,
             )

@@ -17,7 +17,7 @@ from ledger.actions._tracking import save_tracked
 from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Run
-from ledger.policy import Refusal, refuse_journal_move
+from ledger.policy import Refusal, refuse_journal_move, stale_intent_cutoff
 
 
 def run_for_agent(*, ref: str, agent: Agent) -> Run | None:
@@ -99,5 +99,57 @@ def record_outcome(
             actor=Actor.for_agent(agent),
             reason=f"Outcome recorded: {previous} → {state}.",
             update_fields=fields,
+        )
+    return entry
+
+
+# What a person may record after reading the external system: an unknown is never
+# resolved to another unknown, and "intended" is for the agent alone.
+RESOLUTIONS = (JournalEntry.State.DONE, JournalEntry.State.NOT_DONE)
+VERIFICATION_MAX = 1000
+
+
+def resolve_journal_entry(
+    *, entry: JournalEntry, state: str, verification: str, actor: Actor
+) -> JournalEntry:
+    """A person records what the world shows about an action whose outcome nobody knows:
+    done or not done, with what they checked. Only an entry that needs resolving (an
+    unknown outcome, or an intent that never reported back) may be resolved by a person;
+    an agent still within its time may yet report its own outcome."""
+    checked = " ".join(verification.split())
+    if state not in RESOLUTIONS:
+        raise Refusal("resolution_invalid", "Record the action as done or as not done.", 400)
+    if not checked:
+        raise Refusal(
+            "verification_required",
+            "Say what you checked: the verification is what the next agent will rely on.",
+            400,
+        )
+    if len(checked) > VERIFICATION_MAX:
+        raise Refusal(
+            "verification_too_long",
+            f"Keep what you checked to {VERIFICATION_MAX} characters (this is {len(checked)}).",
+            400,
+        )
+    with transaction.atomic():
+        entry = JournalEntry.objects.select_for_update().get(pk=entry.pk)
+        refuse_journal_move(entry.state, state)
+        if not entry.needs_resolution(stale_intent_cutoff()):
+            raise Refusal(
+                "resolution_not_needed",
+                "The agent may still report this action's outcome itself: only an unknown "
+                "outcome, or an intent that never reported back, is resolved by a person.",
+                409,
+            )
+        previous = entry.state
+        entry.state = state
+        entry.verification = {"checked": checked, "recorded_by": actor.label}
+        entry.updated_at = timezone.now()
+        save_tracked(
+            entry,
+            actor=actor,
+            reason=f"Resolved by reading the external system: {previous} → {state}. "
+            f"Checked: {checked}",
+            update_fields=["state", "verification", "updated_at"],
         )
     return entry

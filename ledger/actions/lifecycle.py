@@ -103,7 +103,9 @@ def correct_memory(
     return new
 
 
-def _move(*, memory: Memory, actor: Actor, move: MemoryMove, status: str, reason: str) -> Memory:
+def move_memory(
+    *, memory: Memory, actor: Actor, move: MemoryMove, status: str, reason: str
+) -> Memory:
     """Make ``move``, which leaves the memory in ``status``, and keep the slot honest."""
     now = timezone.now()
     with transaction.atomic():
@@ -125,7 +127,7 @@ def _move(*, memory: Memory, actor: Actor, move: MemoryMove, status: str, reason
 def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     """Delete, softly: agents stop recalling it at once; its history stays."""
     with transaction.atomic():
-        retracted = _move(
+        retracted = move_memory(
             memory=memory,
             actor=actor,
             move=MemoryMove.RETRACT,
@@ -152,9 +154,7 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
             by_person = actor.user is not None and access.acts_for_person(
                 actor.user, locked.subject
             )
-            locked.stated_by = (
-                StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
-            )
+            locked.stated_by = StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
             # Confirmed, it is no longer a guess: it lives as long as what the person says.
             locked.expires_at = policy.expiry_for(
                 current,
@@ -283,7 +283,7 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
         )
         if refusal is not None:
             raise refusal
-        return _move(
+        return move_memory(
             memory=locked,
             actor=actor,
             move=MemoryMove.RESTORE,

@@ -6,6 +6,7 @@ from ledger.api.ledger import LedgerEntryViewSet, SubjectLedgerView
 from ledger.api.memories import MemoryViewSet, SubjectViewSet
 from ledger.api.notes import RunNotesView, RunNoteView
 from ledger.api.recall import MemoryRecallsView, SubjectRecallView
+from ledger.api.retractions import RetractionsView, RetractionUndoView, RetractionView
 from ledger.api.schemas import ExportSchemaView, StateDocumentSchemaView
 from ledger.api.snapshots import LatestSnapshotView, RunSnapshotsView
 from ledger.api.tools import ToolsView
@@ -25,6 +26,9 @@ urlpatterns = [
     path("runs/<str:ref>/notes", RunNotesView.as_view(), name="api-run-notes"),
     path("runs/<str:ref>/notes/<str:key>", RunNoteView.as_view(), name="api-run-note"),
     path("tools", ToolsView.as_view(), name="api-tools"),
+    path("retractions", RetractionsView.as_view(), name="api-retractions"),
+    path("retractions/<uuid:pk>", RetractionView.as_view(), name="api-retraction"),
+    path("retractions/<uuid:pk>/undo", RetractionUndoView.as_view(), name="api-retraction-undo"),
     path("runs/<str:ref>/snapshots", RunSnapshotsView.as_view(), name="api-run-snapshots"),
     path(
         "runs/<str:ref>/snapshots/latest",

@@ -46,15 +46,10 @@ class Filters:
         return bool(self.q or self.kind or self.basis or self.status)
 
 
-class CorrectionForm(forms.Form):
-    statement = forms.CharField(
-        max_length=Memory.STATEMENT_MAX,
-        error_messages={
-            "required": "Write what is right: the statement cannot be empty.",
-            "max_length": "Keep it to one sentence of at most %(limit_value)d characters "
-            "(this one has %(show_value)d).",
-        },
-    )
+class ReasonForm(forms.Form):
+    """Why a change is made: required of anyone changing someone else's memory
+    (``access.change_needs_reason``), optional for the person."""
+
     reason = forms.CharField(max_length=500, required=False)
 
     def __init__(self, *args: Any, reason_required: bool = False, **kwargs: Any) -> None:
@@ -63,6 +58,21 @@ class CorrectionForm(forms.Form):
         self.fields["reason"].error_messages["required"] = (
             "Support must say why they change someone's memory."
         )
+
+    def problem(self) -> str:
+        """Every error, in one sentence to show beside the button."""
+        return " ".join(str(e) for field_errors in self.errors.values() for e in field_errors)
+
+
+class CorrectionForm(ReasonForm):
+    statement = forms.CharField(
+        max_length=Memory.STATEMENT_MAX,
+        error_messages={
+            "required": "Write what is right: the statement cannot be empty.",
+            "max_length": "Keep it to one sentence of at most %(limit_value)d characters "
+            "(this one has %(show_value)d).",
+        },
+    )
 
     def clean_statement(self) -> str:
         statement = " ".join(self.cleaned_data["statement"].split())

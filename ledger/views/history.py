@@ -1,26 +1,51 @@
-"""The history of one memory: every version, who changed it and why, and (for support)
-where each version came from and which agent runs read it. A fixed number of queries,
-however long the chain of corrections and however often it was read."""
+"""The history of one memory: every version, who changed it and why. For support it is the
+trace of a complaint: the write (agent, run, turn, the source and its excerpt, the write
+gate's decisions under the policy of the day), its life, its reach (every recall that
+served it, with the exact block) and its neighbourhood. A fixed number of queries, however
+long the chain of corrections, however often it was read and however many neighbours."""
 
 from __future__ import annotations
 
+import bisect
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import F, Prefetch, Window
+from django.db.models import Count, F, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ledger import access
-from ledger.models import Memory, RecallItem, Source
+from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Source, WriteDecision
 from ledger.views.http import SignedInRequest
-from ledger.views.memories import is_own, visible_memory
-from ledger.views.presenting import STATUS_CHANGES, Names, source_words, steps
+from ledger.views.memories import describe, is_own, visible_memory
+from ledger.views.presenting import STATUS_CHANGES, Names, day, source_words, steps
 
 # The latest reads of one version on its history page; the API lists them all.
 READS_SHOWN = 50
+# Neighbours of the memory on its trace: enough to spot a pattern, the rest by search.
+NEIGHBOURS_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the write gate decided, and under which version of the write policy."""
+
+    decision: WriteDecision
+    policy: str
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How many recalls served a version: since it was written, and since it last changed."""
+
+    total: int
+    since_change: int
+    changed_at: datetime | None
 
 
 def _chain(memory: Memory) -> list[Memory]:
@@ -38,7 +63,11 @@ def _chain(memory: Memory) -> list[Memory]:
     while ids[-1] in following:
         ids.append(following[ids[-1]])
     sources = Source.objects.select_related("run")
-    rows = Memory.objects.filter(pk__in=ids).prefetch_related(Prefetch("sources", sources))
+    rows = (
+        Memory.objects.filter(pk__in=ids)
+        .select_related("subject", "agent", "run")
+        .prefetch_related(Prefetch("sources", sources))
+    )
     by_id = {m.pk: m for m in rows}
     return [by_id[pk] for pk in reversed(ids)]
 
@@ -64,21 +93,107 @@ def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[RecallItem]]:
     return reads
 
 
+def _reach(chain: list[Memory], changed: dict[uuid.UUID, datetime]) -> dict[uuid.UUID, Reach]:
+    """Per version, the recalls that served it in all and since its last change; one query."""
+    since = Q(pk__in=[])
+    for pk, at in changed.items():
+        since |= Q(memory_id=pk, recall__recalled_at__gte=at)
+    rows = (
+        RecallItem.objects.filter(memory__in=chain)
+        .order_by()
+        .values("memory_id")
+        .annotate(total=Count("pk"), since_change=Count("pk", filter=since))
+    )
+    counted: dict[uuid.UUID, tuple[int, int]] = {
+        row["memory_id"]: (row["total"], row["since_change"]) for row in rows
+    }
+    return {m.pk: Reach(*counted.get(m.pk, (0, 0)), changed_at=changed.get(m.pk)) for m in chain}
+
+
+def policy_words(changes: list[datetime], at: datetime) -> str:
+    """The write policy in force at ``at``: its version is how many times it had been
+    changed by then (``changes``, sorted), and "the default policy" before any change."""
+    version = bisect.bisect_right(changes, at)
+    if version == 0:
+        return "the default policy"
+    return f"policy version {version}, of {day(changes[version - 1])}"
+
+
+def _decisions(chain: list[Memory]) -> dict[uuid.UUID, list[Decision]]:
+    """Every decision of the write gate about these versions, oldest first: two queries
+    (the decisions, and the dates the policy changed), however many there are."""
+    changes = sorted(Policy.history.values_list("history_date", flat=True))
+    found: dict[uuid.UUID, list[Decision]] = {}
+    for row in WriteDecision.objects.filter(memory__in=chain).order_by("decided_at", "id"):
+        if row.memory_id is not None:
+            found.setdefault(row.memory_id, []).append(
+                Decision(row, policy_words(changes, row.decided_at))
+            )
+    return found
+
+
+def _conflicts(chain: list[Memory]) -> list[Conflict]:
+    """Every conflict any version was in, or was kept by, with all its members."""
+    ids = [m.pk for m in chain]
+    return list(
+        Conflict.objects.filter(Q(memories__in=ids) | Q(kept__in=ids))
+        .distinct()
+        .select_related("kept")
+        .prefetch_related("memories")
+        .order_by("opened_at", "pk")
+    )
+
+
+def _neighbourhood(request: SignedInRequest, memory: Memory, chain: list[Memory]) -> dict[str, Any]:
+    """Other memories from the same source and the same run, and that run's ledger entries."""
+    ids = [m.pk for m in chain]
+    sources = list(memory.sources.all())
+    refs = {s.ref for s in sources}
+    runs = {s.run_id for s in sources if s.run_id is not None}
+    if memory.run_id is not None:
+        runs.add(memory.run_id)
+    visible = Memory.objects.visible_to(request.user).exclude(pk__in=ids).select_related("subject")
+    same_source = visible.filter(sources__ref__in=refs).distinct().order_by("-written_at", "pk")
+    same_run = (
+        visible.filter(Q(run_id__in=runs) | Q(sources__run_id__in=runs))
+        .distinct()
+        .order_by("-written_at", "pk")
+    )
+    ledger = (
+        LedgerEntry.objects.visible_to(request.user)
+        .filter(run_id__in=runs)
+        .select_related("subject", "run")
+        .order_by("-recorded_at", "pk")
+    )
+    return {
+        "same_source": list(same_source[:NEIGHBOURS_SHOWN]),
+        "same_run": list(same_run[:NEIGHBOURS_SHOWN]),
+        "run_ledger": list(ledger[:NEIGHBOURS_SHOWN]),
+        "neighbours_shown": NEIGHBOURS_SHOWN,
+    }
+
+
 @login_required
 @require_GET
 def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
-    """Every version of one memory: the chain of corrections, each with its history."""
+    """Every version of one memory: the chain of corrections, each with its history; for
+    support, the whole trace."""
     memory = visible_memory(request, pk)
     chain = _chain(memory)
     history = list(
         Memory.history.filter(id__in=[m.pk for m in chain]).order_by("history_date", "history_id")
     )
     names = Names.for_labels(request.user, [row.history_actor for row in history])
-    staff = access.is_staff(request.user)
-    # Support traces a complaint: where each version came from and which runs read it.
+    staff = access.may_use_support_tools(request.user)
+    changed = {row.id: row.history_date for row in history}
+    # Support traces a complaint: where each version came from, what the gate decided, and
+    # which runs read it.
     reads = _latest_reads(chain) if staff else {}
+    reach = _reach(chain, changed) if staff else {}
+    decisions = _decisions(chain) if staff else {}
+    conflicts = _conflicts(chain)
     versions = []
-    for m in chain:
+    for index, m in enumerate(chain):
         rows = [row for row in history if row.id == m.pk]
         # Who wrote this version: for a dashboard correction, who corrected it.
         wrote = names.who(rows[0].history_actor) if rows else "someone unrecorded"
@@ -89,17 +204,36 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
                 "status": STATUS_CHANGES.get(m.status, m.status),
                 "steps": steps(rows, names=names),
                 "current": m.pk == memory.pk,
+                "replaced": chain[index + 1] if index + 1 < len(chain) else None,
+                "replaced_by": chain[index - 1] if index > 0 else None,
+                "conflicts": [
+                    c
+                    for c in conflicts
+                    if c.kept_id == m.pk or any(x.pk == m.pk for x in c.memories.all())
+                ],
                 "sources": sources if staff else (),
+                "decisions": decisions.get(m.pk, []),
+                "reach": reach.get(m.pk),
                 "reads": reads.get(m.pk, []),
             }
         )
-    return render(
-        request,
-        "ledger/memory_history.html",
-        {
-            "memory": memory,
-            "subject": memory.subject,
-            "own": is_own(request, memory.subject),
-            "versions": versions,
-        },
-    )
+    current = next(m for m in chain if m.pk == memory.pk)
+    own = is_own(request, memory.subject)
+    context: dict[str, Any] = {
+        "memory": memory,
+        "subject": memory.subject,
+        "own": own,
+        "versions": versions,
+        "trace": staff,
+    }
+    if staff:
+        context.update(_neighbourhood(request, current, chain))
+        context["open_conflicts"] = [
+            c
+            for c in conflicts
+            if c.status == Conflict.Status.OPEN and any(x.pk == memory.pk for x in c.memories.all())
+        ]
+        if not own:
+            # Support's own actions on the memory, each asking why.
+            context["card"] = describe(request, current)
+    return render(request, "ledger/memory_history.html", context)

@@ -41,6 +41,7 @@ from ledger.views.forms import (
     STATUS_FILTERS,
     CorrectionForm,
     Filters,
+    ReasonForm,
 )
 from ledger.views.http import SignedInRequest
 from ledger.views.presenting import KIND_TITLES, Names, day, undo_seconds
@@ -181,6 +182,18 @@ def _fragment(
     return render(request, f"{TEMPLATE}#{name}", context, status=status)
 
 
+def given_reason(request: SignedInRequest, subject: Subject) -> str:
+    """Why the viewer makes this change, in their own words: support must say, the person
+    need not (``access.change_needs_reason``). Missing when required: a 400 in words."""
+    form = ReasonForm(
+        request.POST, reason_required=access.change_needs_reason(request.user, subject)
+    )
+    if not form.is_valid():
+        raise policy.Refusal("reason_required", form.problem(), 400)
+    reason: str = form.cleaned_data["reason"].strip()
+    return reason
+
+
 def visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
     """The memory, if the viewer may see its subject; a 404 otherwise, as if it did not exist."""
     return get_object_or_404(
@@ -307,10 +320,11 @@ def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         return HttpResponse(status=405)
     own = is_own(request, memory.subject)
     try:
+        reason = given_reason(request, memory.subject)
         retract_memory(
             memory=memory,
             actor=Actor.for_user(request.user),
-            reason="Deleted by the person." if own else "Deleted by support.",
+            reason="Deleted by the person." if own else reason,
         )
     except policy.Refusal as refusal:
         return _refused(request, memory, "delete-confirm", refusal)
@@ -372,22 +386,19 @@ def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     actor = Actor.for_user(request.user)
     own = is_own(request, memory.subject)
     try:
+        if answer not in ("yes", "no"):
+            raise policy.Refusal("answer_required", "Answer yes or no.", 400)
+        reason = given_reason(request, memory.subject)
         if answer == "yes":
             confirm_memory(
-                memory=memory,
-                actor=actor,
-                reason="Confirmed by the person." if own else "Confirmed by support.",
+                memory=memory, actor=actor, reason="Confirmed by the person." if own else reason
             )
-        elif answer == "no":
+        else:
             retract_memory(
                 memory=memory,
                 actor=actor,
-                reason="The person said the guess is wrong."
-                if own
-                else "Support rejected the guess.",
+                reason="The person said the guess is wrong." if own else reason,
             )
-        else:
-            raise policy.Refusal("answer_required", "Answer yes or no.", 400)
     except policy.Refusal as refusal:
         return _refused(request, memory, "question", refusal)
     memory.refresh_from_db()
@@ -460,12 +471,14 @@ def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         period = policy.renew_period(
             Policy.current(), basis=memory.basis, chosen=request.POST.get("period", "")
         )
+        why = given_reason(request, memory.subject)
         until = timezone.now() + timedelta(days=period.days)
+        kept_for = f"kept for {period.words}, until {day(until)}"
         memory = renew_memory(
             memory=memory,
             actor=Actor.for_user(request.user),
             expires_at=until,
-            reason=f"kept for {period.words}, until {day(until)}.",
+            reason=f"{why} ({kept_for})." if why else f"{kept_for}.",
         )
     except policy.Refusal as refusal:
         return _refused(request, memory, "card", refusal)
@@ -499,11 +512,13 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
             )
         statement = form.cleaned_data["statement"]
     try:
+        reason = given_reason(request, subject)
         kept = resolve_conflict(
             conflict=conflict,
             actor=Actor.for_user(request.user),
             keep=keep,
             statement=statement or None,
+            reason=reason,
         )
     except policy.Refusal as refusal:
         return _conflict_refused(request, conflict, refusal.detail, refusal.status)

@@ -7,7 +7,7 @@ is looked up once per page (``Names``), never once per row.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -92,22 +92,30 @@ def source_words(source: Source, *, corrected_by: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class Names:
     """Who acted, in words for one viewer: history actors ('user:dana', 'agent:x',
-    'system:expiry') become 'you', 'support (sam)', 'the assistant (x)'."""
+    'system:expiry') become 'you', 'support (sam)', 'an admin (ada)', 'the assistant (x)'."""
 
     viewer: str
     staff: frozenset[str]
+    admins: frozenset[str] = frozenset()
 
     @classmethod
     def for_labels(cls, viewer: access.Person, labels: Iterable[str]) -> Names:
         """Names for these labels, looking up in one query which people are staff."""
         people = {name for label in labels if (name := Actor.username_in(label))}
-        return cls(viewer.get_username(), frozenset(access.staff_usernames(people)))
+        roles = access.roles_of(people)
+        return cls(
+            viewer.get_username(),
+            frozenset(name for name, role in roles.items() if role in access.STAFF_ROLES),
+            frozenset(name for name, role in roles.items() if role == access.Role.ADMIN),
+        )
 
     def who(self, label: str) -> str:
         kind, _, name = label.partition(":")
         if kind == "user":
             if name == self.viewer:
                 return "you"
+            if name in self.admins:
+                return f"an admin ({name})"
             return f"support ({name})" if name in self.staff else name
         if kind == "agent":
             return f"the assistant ({name})"
@@ -128,12 +136,68 @@ STATUS_CHANGES: dict[str, str] = {
 }
 
 
+@dataclass(frozen=True)
+class Change:
+    """One field of a memory between two versions of its row, in words."""
+
+    label: str
+    before: str
+    after: str
+
+
 @dataclass
 class Step:
     at: datetime
     what: str
     who: str
     why: str
+    changes: list[Change] = field(default_factory=list)
+
+
+STATED_BY_WORDS: dict[str, str] = {
+    StatedBy.PERSON: "said by the person",
+    StatedBy.CONFIRMATION: "confirmed by the person",
+    StatedBy.SUPPORT_CONFIRMATION: "confirmed by support",
+    StatedBy.CORRECTION: "a correction",
+}
+
+# The fields a history page compares row to row, with how each value is said.
+COMPARED: list[tuple[str, str]] = [
+    ("statement", "Statement"),
+    ("key", "Slot"),
+    ("status", "Status"),
+    ("basis", "Basis"),
+    ("stated_by", "How it became stated"),
+    ("expires_at", "Expires"),
+    ("withheld", "Used by the assistant"),
+]
+
+
+def _value_words(name: str, value: Any) -> str:
+    if name == "status":
+        return STATUS_CHANGES.get(value, str(value))
+    if name == "basis":
+        return "guessed" if value == Memory.Basis.INFERRED else "stated"
+    if name == "stated_by":
+        return STATED_BY_WORDS.get(value, str(value))
+    if name == "expires_at":
+        return day(value) if value else "never"
+    if name == "withheld":
+        return "no" if value else "yes"
+    return str(value) if value else "(none)"
+
+
+def changes_between(before: Any, after: Any) -> list[Change]:
+    """What differs between two history rows of one memory, field by field."""
+    return [
+        Change(
+            label,
+            _value_words(name, getattr(before, name)),
+            _value_words(name, getattr(after, name)),
+        )
+        for name, label in COMPARED
+        if getattr(before, name) != getattr(after, name)
+    ]
 
 
 def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
@@ -163,6 +227,8 @@ def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
             # "Kept when the conflict was resolved by the person: deleted instead …": the
             # step's name, then what else went; who did it is said by ``who``.
             what, why = KEPT_IN_CONFLICT, why.partition(": ")[2]
-        out.append(Step(at=row.history_date, what=what, who=names.who(row.history_actor), why=why))
+        changes: list[Change] = changes_between(previous, row) if previous is not None else []
+        who = names.who(row.history_actor)
+        out.append(Step(at=row.history_date, what=what, who=who, why=why, changes=changes))
         previous = row
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -45,6 +46,18 @@ class JournalRow:
         return self.entry.state == JournalEntry.State.UNKNOWN or self.stale_intent
 
 
+def journal_row(entry: JournalEntry, cutoff: datetime) -> JournalRow:
+    return JournalRow(
+        entry=entry,
+        intent=pretty(entry.intent),
+        effect=pretty(entry.effect),
+        verification=pretty(entry.verification),
+        stale_intent=entry.is_stale_intent(cutoff),
+        # "not done", not the stored "not_done".
+        moves=tuple(JournalEntry.State(m).label.lower() for m in journal_moves(entry.state)),
+    )
+
+
 @login_required
 def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
@@ -53,21 +66,10 @@ def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
     entries = run.journal_entries.all()
     if only_unresolved:
         entries = entries.unresolved(cutoff)
-    rows = [
-        JournalRow(
-            entry=e,
-            intent=pretty(e.intent),
-            effect=pretty(e.effect),
-            verification=pretty(e.verification),
-            stale_intent=e.is_stale_intent(cutoff),
-            # "not done", not the stored "not_done".
-            moves=tuple(JournalEntry.State(m).label.lower() for m in journal_moves(e.state)),
-        )
-        for e in entries
-    ]
     context = {
         "run": run,
-        "rows": rows,
+        "rows": [journal_row(e, cutoff) for e in entries],
+        "back": request.get_full_path(),
         "only_unresolved": only_unresolved,
         "unresolved": run.journal_entries.unresolved(cutoff).count(),
     }

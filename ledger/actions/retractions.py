@@ -1,0 +1,218 @@
+"""Batch retractions: every memory a poisoned source (a message, a run, an agent, a time
+window) wrote, deleted in one action with one reason, and undone as one.
+
+Each memory takes the same path as a single deletion (``lifecycle.retract_memory``: lock,
+check the move, history with who and why, conflicts refreshed, reminders cleared). The
+batch keeps each memory's status before and version after, so that its undo puts back
+only what nobody has touched since, and reports the rest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from ledger import policy
+from ledger.actions._tracking import save_tracked
+from ledger.actions.lifecycle import move_memory, retract_memory
+from ledger.actions.slots import lock_slot
+from ledger.actors import Actor
+from ledger.models import Memory, RetractionBatch, RetractionItem
+from ledger.policy import MemoryMove
+from ledger.querysets import MemoryQuerySet
+
+# How many memories a preview lists, and how many subjects it names; its totals are exact.
+PREVIEW_MEMORIES = 50
+PREVIEW_SUBJECTS = 20
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What chooses the memories. Every criterion given must match; at least one is."""
+
+    source_ref: str = ""
+    run: str = ""
+    agent: str = ""
+    written_after: datetime | None = None
+    written_before: datetime | None = None
+
+    def memories(self) -> MemoryQuerySet:
+        """The memories it takes now; refused in words when it is empty or backwards."""
+        policy.refuse_empty_selection(self.as_json())
+        policy.refuse_backwards_window(self.written_after, self.written_before)
+        return Memory.objects.selected_for_retraction(
+            source_ref=self.source_ref,
+            run=self.run,
+            agent=self.agent,
+            written_after=self.written_after,
+            written_before=self.written_before,
+        )
+
+    def as_json(self) -> dict[str, str]:
+        """The criteria given, as the batch records them (times in ISO 8601)."""
+        values: dict[str, Any] = {
+            "source_ref": self.source_ref,
+            "run": self.run,
+            "agent": self.agent,
+            "written_after": self.written_after.isoformat() if self.written_after else "",
+            "written_before": self.written_before.isoformat() if self.written_before else "",
+        }
+        return {name: value for name, value in values.items() if value}
+
+
+@dataclass(frozen=True)
+class SubjectCount:
+    ref: str
+    name: str
+    memories: int
+
+
+@dataclass(frozen=True)
+class Preview:
+    """The dry run: exact totals, the subjects most touched, and the first memories, each
+    annotated with ``recalls`` (how many times an agent was given it)."""
+
+    selection: Selection
+    memories: int
+    subjects: int
+    recalls: int
+    by_subject: list[SubjectCount]
+    listed: list[Memory]
+
+    @property
+    def more(self) -> int:
+        return self.memories - len(self.listed)
+
+
+def preview_retraction(selection: Selection) -> Preview:
+    """What a batch would take, in three queries whatever its size. Writes nothing."""
+    chosen = selection.memories()
+    totals = chosen.aggregate(
+        memories=Count("pk", distinct=True),
+        subjects=Count("subject", distinct=True),
+        recalls=Count("recall_items"),
+    )
+    by_subject = (
+        chosen.order_by()
+        .values("subject__ref", "subject__display_name")
+        .annotate(memories=Count("pk"))
+        .order_by("-memories", "subject__ref")[:PREVIEW_SUBJECTS]
+    )
+    listed = (
+        chosen.select_related("subject")
+        .annotate(recalls=Count("recall_items"))
+        .order_by("written_at", "pk")[:PREVIEW_MEMORIES]
+    )
+    return Preview(
+        selection=selection,
+        memories=totals["memories"],
+        subjects=totals["subjects"],
+        recalls=totals["recalls"],
+        by_subject=[
+            SubjectCount(
+                ref=row["subject__ref"],
+                name=row["subject__display_name"] or row["subject__ref"],
+                memories=row["memories"],
+            )
+            for row in by_subject
+        ],
+        listed=list(listed),
+    )
+
+
+def retract_batch(
+    *, selection: Selection, actor: Actor, reason: str, expected: int | None = None
+) -> RetractionBatch:
+    """Delete every memory the selection takes, in one transaction, as one batch.
+
+    ``expected`` is the count the person previewed: a selection that has changed since is
+    refused rather than taking what they did not see.
+    """
+    reason = reason.strip()
+    policy.refuse_without_reason(reason)
+    chosen = selection.memories()
+    now = timezone.now()
+    with transaction.atomic():
+        # Subject, then memory, in one fixed order, as every memory write locks: two
+        # batches over the same subjects queue up instead of deadlocking.
+        targets = list(chosen.order_by("subject_id", "pk")[: policy.RETRACTION_BATCH_MAX + 1])
+        policy.refuse_batch_size(len(targets), expected=expected)
+        batch = RetractionBatch(
+            id=uuid.uuid4(),
+            selection=selection.as_json(),
+            reason=reason,
+            retracted_by=actor.label,
+            retracted_at=now,
+        )
+        save_tracked(batch, actor=actor, reason=f"Batch retraction: {reason}")
+        items = []
+        for target in targets:
+            memory = lock_slot(target)
+            # Changed between the selection and its lock: no longer this batch's to take.
+            if not policy.allows(memory.status, MemoryMove.RETRACT):
+                continue
+            status_before = memory.status
+            retracted = retract_memory(
+                memory=memory, actor=actor, reason=f"Deleted in batch {batch.pk}: {reason}"
+            )
+            items.append(
+                RetractionItem(
+                    batch=batch,
+                    memory=retracted,
+                    status_before=status_before,
+                    version_after=retracted.version,
+                )
+            )
+        policy.refuse_batch_size(len(items), expected=expected)
+        # Items are the batch's own record, not claims: they keep no history of their own.
+        RetractionItem.objects.bulk_create(items)
+    return batch
+
+
+@dataclass
+class UndoReport:
+    batch: RetractionBatch
+    restored: list[Memory] = field(default_factory=list)
+    # Changed since the batch (restored, corrected, deleted again…): as they are now.
+    left_alone: list[Memory] = field(default_factory=list)
+
+
+def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str = "") -> UndoReport:
+    """Put back every memory of the batch that is still as the batch left it, with the
+    status it had before; report the ones changed since, and leave them alone.
+
+    Undone once: a second undo is refused (409), so nobody undoes someone's later fix.
+    """
+    reason = reason.strip()
+    now = timezone.now()
+    with transaction.atomic():
+        locked = RetractionBatch.objects.select_for_update().get(pk=batch.pk)
+        policy.refuse_undone_twice(locked.undone_at)
+        report = UndoReport(batch=locked)
+        items = locked.items.select_related("memory").order_by("memory__subject_id", "memory_id")
+        why = f"Batch {locked.pk} undone" + (f": {reason}" if reason else ".")
+        for item in items:
+            memory = lock_slot(item.memory)
+            if not policy.left_as_batch_left_it(
+                status=memory.status, version=memory.version, version_after=item.version_after
+            ):
+                report.left_alone.append(memory)
+                continue
+            restored = move_memory(
+                memory=memory,
+                actor=actor,
+                move=MemoryMove.RESTORE,
+                status=item.status_before,
+                reason=why,
+            )
+            report.restored.append(restored)
+        locked.undone_by = actor.label
+        locked.undone_at = now
+        save_tracked(locked, actor=actor, reason=why, update_fields=["undone_by", "undone_at"])
+    return report

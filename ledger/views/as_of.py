@@ -1,0 +1,60 @@
+"""A subject's memory as of a moment, for support: what was in force, the block an agent
+would have been given, and the recalls actually made around then, verbatim."""
+
+from __future__ import annotations
+
+from datetime import datetime, time
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from django.views.decorators.http import require_GET
+
+from ledger.as_of import AROUND, RECALLS_AROUND, as_of, recalls_around
+from ledger.models import Subject
+from ledger.views.http import SignedInRequest, support_only
+
+
+class BadMoment(ValueError):
+    pass
+
+
+def parse_moment(text: str) -> datetime:
+    """An ISO date-time (a time without a zone is the site's local time) or a date, which
+    means the end of that day: everything that happened on it counts."""
+    try:
+        day = parse_date(text)
+        moment = datetime.combine(day, time.max) if day else parse_datetime(text)
+    except ValueError as error:
+        raise BadMoment(f"“{text}” is not a real date or time.") from error
+    if moment is None:
+        raise BadMoment(
+            f"“{text}” is not a date or a time: write it like 2027-03-02 or 2027-03-02T14:30."
+        )
+    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+
+
+@require_GET
+@support_only
+def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
+    subject = get_object_or_404(Subject, ref=ref)
+    typed = request.GET.get("at", "").strip()
+    context: dict[str, object] = {
+        "subject": subject,
+        "typed": typed,
+        "around_hours": int(AROUND.total_seconds() // 3600),
+        "recalls_cap": RECALLS_AROUND,
+    }
+    status = 200
+    try:
+        at = parse_moment(typed) if typed else timezone.now()
+    except BadMoment as error:
+        context["error"] = str(error)
+        status = 400
+    else:
+        context["state"] = as_of(subject, at)
+        context["recalls"] = recalls_around(subject, at)
+        context["picker"] = timezone.localtime(at).strftime("%Y-%m-%dT%H:%M")
+    template = "ledger/as_of.html#result" if request.htmx else "ledger/as_of.html"
+    return render(request, template, context, status=status)

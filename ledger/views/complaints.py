@@ -1,0 +1,114 @@
+"""The complaint page, for support: which memories agents were given about a subject over
+a stretch of time, ranked by a phrase from the complaint, with how often each was served.
+
+Two queries whatever the number of recalls: the ranking over the memories recalled in the
+range, and the counts of those memories' recalls in it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+from django import forms
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from ledger.models import Memory, RecallItem, Subject
+from ledger.recall import Ranked, goal_terms, rank_by_terms
+from ledger.views.http import SignedInRequest, support_only
+from ledger.views.presenting import STATUS_CHANGES
+
+# The memories listed; a subject rarely has more recalled in one stretch.
+SHOWN = 100
+
+
+class ComplaintForm(forms.Form):
+    subject = forms.CharField(label="Subject reference", max_length=100)
+    start = forms.DateField(label="From (day)", required=False)
+    end = forms.DateField(label="To (day, included)", required=False)
+    phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
+
+    def clean_subject(self) -> Subject:
+        ref = self.cleaned_data["subject"].strip()
+        subject = Subject.objects.filter(ref=ref).first()
+        if subject is None:
+            raise forms.ValidationError(f"No subject has the reference “{ref}”.")
+        return subject
+
+    def clean(self) -> dict[str, object] | None:
+        data = super().clean() or {}
+        start, end = data.get("start"), data.get("end")
+        if isinstance(start, date) and isinstance(end, date) and start > end:
+            raise forms.ValidationError("The first day comes after the last one.")
+        return data
+
+
+@dataclass(frozen=True)
+class Suspect:
+    memory: Memory
+    rank: float
+    recalls: int
+    last_read: datetime
+    status: str
+
+
+def _midnight(day: date) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def suspects(
+    subject: Subject, *, start: date | None, end: date | None, phrase: str
+) -> list[Suspect]:
+    """The memories recalled about ``subject`` from ``start`` to ``end`` (days, both
+    included), ranked by ``phrase`` and, without one, by how often they were served."""
+    served = RecallItem.objects.about(subject).recalled_between(
+        _midnight(start) if start else None,
+        _midnight(end + timedelta(days=1)) if end else None,
+    )
+    terms = goal_terms(phrase)
+    if terms:
+        candidates = Memory.objects.filter(pk__in=served.values("memory_id"))
+        ranked = rank_by_terms(candidates, terms, SHOWN)
+        usage = {
+            row["memory_id"]: row
+            for row in served.filter(memory__in=[r.memory.pk for r in ranked]).recalls_per_memory()
+        }
+    else:
+        usage = {row["memory_id"]: row for row in served.recalls_per_memory()[:SHOWN]}
+        by_id = Memory.objects.in_bulk(list(usage))
+        ranked = [Ranked(by_id[memory_id], 0.0) for memory_id in usage]
+    return [
+        Suspect(
+            memory=r.memory,
+            rank=r.rank,
+            recalls=usage[r.memory.pk]["recalls"],
+            last_read=usage[r.memory.pk]["last_read"],
+            status=STATUS_CHANGES.get(r.memory.status, r.memory.status),
+        )
+        for r in ranked
+    ]
+
+
+@require_GET
+@support_only
+def complaint_page(request: SignedInRequest) -> HttpResponse:
+    asked = bool(request.GET)
+    form = ComplaintForm(request.GET if asked else None)
+    context: dict[str, object] = {"form": form, "asked": asked, "shown": SHOWN}
+    status = 200
+    if asked and form.is_valid():
+        subject = form.cleaned_data["subject"]
+        context["subject"] = subject
+        context["suspects"] = suspects(
+            subject,
+            start=form.cleaned_data["start"],
+            end=form.cleaned_data["end"],
+            phrase=form.cleaned_data["phrase"],
+        )
+    elif asked:
+        status = 400
+    template = "ledger/complaint.html#result" if request.htmx else "ledger/complaint.html"
+    return render(request, template, context, status=status)

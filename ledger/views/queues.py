@@ -1,0 +1,184 @@
+"""Support's queues: the work waiting for a person, oldest first, and resolving a journal
+entry from what the external system shows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib import messages
+from django.db.models import QuerySet
+from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from ledger import policy
+from ledger.actions.journal import resolve_journal_entry
+from ledger.actors import Actor
+from ledger.models import Conflict, JournalEntry, Memory
+from ledger.views.http import SignedInRequest, support_only
+from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.runs import journal_row, run_journal
+
+PAGE_SIZE = 50
+
+
+@dataclass(frozen=True)
+class Queue:
+    name: str
+    title: str
+    # What the count means, to follow the number: "3 conflicts to resolve".
+    counted: str
+    empty: str
+    # The column a row entered the queue by; the list is oldest first on it.
+    field: str
+
+    def url(self) -> str:
+        return reverse("queue", args=[self.name])
+
+
+# Erasure is not queued: the person erases at once, and the erasure leaves its own record.
+QUEUES = {
+    queue.name: queue
+    for queue in [
+        Queue(
+            "conflicts",
+            "Conflicts to resolve",
+            "conflicting slots",
+            "No open conflicts.",
+            "opened_at",
+        ),
+        Queue(
+            "pending",
+            "Guesses waiting for confirmation",
+            "guesses waiting",
+            "No guesses are waiting for confirmation.",
+            "written_at",
+        ),
+        Queue(
+            "review",
+            "Memories due for review",
+            "memories due for review",
+            "Nothing is due for review.",
+            "review_at",
+        ),
+        Queue(
+            "journal",
+            "Actions whose outcome nobody knows",
+            "actions to resolve",
+            "Every journaled action has a known outcome.",
+            "created_at",
+        ),
+    ]
+}
+
+
+def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
+    """What is waiting in the queue ``name`` at ``now``, with what its rows show."""
+    match name:
+        case "conflicts":
+            return Conflict.objects.open().select_related("subject")
+        case "pending":
+            return Memory.objects.pending().select_related("subject", "agent")
+        case "review":
+            return Memory.objects.due_for_review(now).select_related("subject", "agent")
+        case _:
+            cutoff = policy.stale_intent_cutoff(now)
+            return JournalEntry.objects.unresolved(cutoff).select_related("run", "agent")
+
+
+def queue_counts(now: datetime) -> list[tuple[Queue, int]]:
+    """How much is waiting in each queue: one count each, over what the queue holds."""
+    return [(queue, queue_rows(queue.name, now).order_by().count()) for queue in QUEUES.values()]
+
+
+@support_only
+@require_GET
+def queues(request: SignedInRequest) -> HttpResponse:
+    return render(request, "ledger/queues.html", {"counts": queue_counts(timezone.now())})
+
+
+@support_only
+@require_GET
+def queue(request: SignedInRequest, name: str) -> HttpResponse:
+    chosen = QUEUES.get(name)
+    if chosen is None:
+        raise Http404("There is no queue of that name.")
+    now = timezone.now()
+    rows = queue_rows(name, now)
+    try:
+        page = keyset_page(
+            rows,
+            field=chosen.field,
+            cursor=request.GET.get("after", ""),
+            size=PAGE_SIZE,
+            newest_first=False,
+        )
+    except BadCursor as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+    cutoff = policy.stale_intent_cutoff(now)
+    context = {
+        "queue": chosen,
+        "count": rows.order_by().count(),
+        "page": page,
+        "journal_rows": [journal_row(e, cutoff) for e in page.rows] if name == "journal" else [],
+        "back": request.get_full_path(),
+        "first_page": not request.GET.get("after"),
+    }
+    template = "ledger/queues.html#queue-rows" if request.htmx else "ledger/queues.html"
+    return render(request, template, context)
+
+
+@support_only
+@require_POST
+def journal_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
+    """Record a journal entry as done or not done, with what the person checked."""
+    entry = get_object_or_404(JournalEntry.objects.select_related("run", "agent"), pk=pk)
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = reverse("run-journal", args=[entry.run.ref])
+    verification = request.POST.get("verification", "")
+    try:
+        entry = resolve_journal_entry(
+            entry=entry,
+            state=request.POST.get("state", ""),
+            verification=verification,
+            actor=Actor.for_user(request.user),
+        )
+    except policy.Refusal as refusal:
+        entry.refresh_from_db()
+        if not request.htmx:
+            # The run's journal, with the refusal said on it and its 4xx kept.
+            messages.error(request, refusal.detail)
+            response = run_journal(request, entry.run.ref)
+            response.status_code = refusal.status
+            return response
+        return _entry(
+            request,
+            entry,
+            back,
+            status=refusal.status,
+            error=refusal.detail,
+            verification=verification,
+        )
+    note = f"Recorded as {entry.get_state_display()}, with what you checked."
+    if not request.htmx:
+        messages.success(request, note)
+        return HttpResponseRedirect(f"{back}#journal-{entry.pk}", status=303)
+    return _entry(request, entry, back, note=note)
+
+
+def _entry(
+    request: SignedInRequest, entry: JournalEntry, back: str, status: int = 200, **extra: str
+) -> HttpResponse:
+    context = {
+        "row": journal_row(entry, policy.stale_intent_cutoff()),
+        "back": back,
+        "show_run": request.POST.get("show_run") == "1",
+        **extra,
+    }
+    return render(request, "ledger/run_journal.html#entry", context, status=status)

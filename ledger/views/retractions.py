@@ -1,0 +1,296 @@
+"""Support's batch retractions: choose what a poisoned source wrote, preview it, delete it
+in one batch with a reason, and undo the batch as one. Support and admins only.
+
+The preview is a fragment for htmx and part of the page otherwise; every step is a plain
+form too, so the whole flow works without JavaScript.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django import forms
+from django.db.models import Count, Q
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ledger import policy
+from ledger.actions.retractions import (
+    Preview,
+    Selection,
+    UndoReport,
+    preview_retraction,
+    retract_batch,
+    undo_batch,
+)
+from ledger.actors import Actor
+from ledger.models import Memory, RetractionBatch
+from ledger.views.http import SignedInRequest, support_only
+from ledger.views.presenting import STATUS_CHANGES, Names
+
+LIST_TEMPLATE = "ledger/retractions.html"
+NEW_TEMPLATE = "ledger/retraction_new.html"
+BATCH_TEMPLATE = "ledger/retraction.html"
+BATCHES_SHOWN = 50
+# The memories a batch page lists; its count is exact whatever it shows.
+ITEMS_SHOWN = 200
+REASON_MAX = 2000
+WHEN_HELP = "a date and time such as 2027-03-04 18:00"
+# What a form post carries besides the fields themselves.
+FORM_EXTRAS = {"csrfmiddlewaretoken"}
+
+
+class SelectionForm(forms.Form):
+    source_ref = forms.CharField(label="Source reference", max_length=200, required=False)
+    run = forms.CharField(label="Run", max_length=100, required=False)
+    agent = forms.CharField(label="Agent", max_length=100, required=False)
+    written_after = forms.DateTimeField(
+        label="Written after",
+        required=False,
+        error_messages={"invalid": f"Written after: give {WHEN_HELP}."},
+    )
+    written_before = forms.DateTimeField(
+        label="Written before",
+        required=False,
+        error_messages={"invalid": f"Written before: give {WHEN_HELP}."},
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        for name in ("source_ref", "run", "agent"):
+            bad = policy.forbidden_character(data.get(name) or "")
+            if bad:
+                self.add_error(name, f"{self.fields[name].label} holds an invisible character.")
+        return data
+
+    def selection(self) -> Selection:
+        data = self.cleaned_data
+        return Selection(
+            source_ref=data["source_ref"],
+            run=data["run"],
+            agent=data["agent"],
+            written_after=data["written_after"],
+            written_before=data["written_before"],
+        )
+
+
+class BatchForm(SelectionForm):
+    reason = forms.CharField(
+        max_length=REASON_MAX,
+        error_messages={
+            "required": "Say why these memories are deleted: the reason is kept in each "
+            "one's history."
+        },
+    )
+    expected = forms.IntegerField(min_value=0)
+
+
+def _unknown(data: QueryDict, form: type[forms.Form], *extra: str) -> list[str]:
+    allowed = {*form.base_fields, *FORM_EXTRAS, *extra}
+    return sorted(name[:50] for name in data if name not in allowed)
+
+
+def _errors(form: forms.Form) -> list[str]:
+    return [str(e) for errors in form.errors.values() for e in errors]
+
+
+@support_only
+@require_GET
+def batch_list(request: SignedInRequest) -> HttpResponse:
+    """Every batch, newest first, a page at a time (``?after=<id of the last one shown>``)."""
+    unknown = _unknown(request.GET, forms.Form, "after")
+    batches = RetractionBatch.objects.annotate(memories=Count("items")).order_by(
+        "-retracted_at", "-pk"
+    )
+    after = request.GET.get("after", "")
+    if unknown:
+        return _list_refused(request, f"Unknown filter: {', '.join(unknown)}.")
+    if after:
+        cursor = _batch_or_none(after)
+        if cursor is None:
+            return _list_refused(request, f"'{after[:50]}' is not a batch to continue after.")
+        batches = batches.filter(
+            Q(retracted_at__lt=cursor.retracted_at)
+            | Q(retracted_at=cursor.retracted_at, pk__lt=cursor.pk)
+        )
+    page = list(batches[: BATCHES_SHOWN + 1])
+    shown = page[:BATCHES_SHOWN]
+    names = Names.for_labels(
+        request.user, [label for b in shown for label in (b.retracted_by, b.undone_by) if label]
+    )
+    return render(
+        request,
+        LIST_TEMPLATE,
+        {
+            "batches": [
+                (b, names.who(b.retracted_by), names.who(b.undone_by) if b.undone_by else "")
+                for b in shown
+            ],
+            "next": shown[-1].pk if len(page) > BATCHES_SHOWN else None,
+        },
+    )
+
+
+def _batch_or_none(value: str) -> RetractionBatch | None:
+    try:
+        pk = uuid.UUID(value)
+    except ValueError:
+        return None
+    return RetractionBatch.objects.filter(pk=pk).first()
+
+
+def _list_refused(request: SignedInRequest, error: str) -> HttpResponse:
+    return render(request, LIST_TEMPLATE, {"batches": [], "error": error}, status=400)
+
+
+@support_only
+@require_http_methods(["GET", "POST"])
+def batch_new(request: SignedInRequest) -> HttpResponse:
+    """GET: the selection form, pre-filled from the query (``?source_ref=msg_0588``), and
+    with any criterion given, the preview. POST: retract what was previewed, as one batch."""
+    if request.method == "POST":
+        return _create(request)
+    unknown = _unknown(request.GET, SelectionForm)
+    form = SelectionForm(request.GET if request.GET else None)
+    context: dict[str, Any] = {"form": form}
+    status = 200
+    if unknown:
+        context["errors"], status = [f"Unknown filter: {', '.join(unknown)}."], 400
+    elif form.is_bound and not form.is_valid():
+        context["errors"], status = _errors(form), 400
+    elif form.is_bound:
+        try:
+            context["preview"] = preview_retraction(form.selection())
+        except policy.Refusal as refusal:
+            context["errors"], status = [refusal.detail], refusal.status
+    if context.get("preview"):
+        context.update(_preview_words(context["preview"]))
+    if request.htmx:
+        response = render(request, f"{NEW_TEMPLATE}#preview", context, status=status)
+        patch_vary_headers(response, ("HX-Request",))
+        return response
+    return render(request, NEW_TEMPLATE, context, status=status)
+
+
+def _preview_words(preview: Preview) -> dict[str, Any]:
+    return {
+        "hidden": preview.selection.as_json(),
+        "rows": [(m, STATUS_CHANGES.get(m.status, m.status)) for m in preview.listed],
+    }
+
+
+def _create(request: SignedInRequest) -> HttpResponse:
+    form = BatchForm(request.POST)
+    unknown = _unknown(request.POST, BatchForm)
+    if unknown or not form.is_valid():
+        errors = [f"Unknown field: {', '.join(unknown)}."] if unknown else _errors(form)
+        return _new_refused(request, form, errors, 400)
+    try:
+        batch = retract_batch(
+            selection=form.selection(),
+            actor=Actor.for_user(request.user),
+            reason=form.cleaned_data["reason"],
+            expected=form.cleaned_data["expected"],
+        )
+    except policy.Refusal as refusal:
+        return _new_refused(request, form, [refusal.detail], refusal.status)
+    return HttpResponseRedirect(reverse("retraction", args=[batch.pk]))
+
+
+def _new_refused(
+    request: SignedInRequest, form: BatchForm, errors: list[str], status: int
+) -> HttpResponse:
+    """The form again, as it was filled in, with the fresh preview when there is one."""
+    context: dict[str, Any] = {"form": form, "errors": errors, "reason": form.data.get("reason")}
+    # The selection itself was fine (only the reason or count erred): show it afresh.
+    if not form.errors.keys() - {"reason", "expected"}:
+        try:
+            preview = preview_retraction(_selection_of(form))
+        except policy.Refusal:
+            pass
+        else:
+            context.update(preview=preview, **_preview_words(preview))
+    return render(request, NEW_TEMPLATE, context, status=status)
+
+
+def _selection_of(form: BatchForm) -> Selection:
+    data = form.cleaned_data
+    return Selection(
+        source_ref=data.get("source_ref", ""),
+        run=data.get("run", ""),
+        agent=data.get("agent", ""),
+        written_after=data.get("written_after"),
+        written_before=data.get("written_before"),
+    )
+
+
+def _batch_context(
+    request: SignedInRequest, batch: RetractionBatch, report: UndoReport | None = None
+) -> dict[str, Any]:
+    items = list(
+        batch.items.select_related("memory__subject").order_by("memory__written_at", "memory_id")[
+            :ITEMS_SHOWN
+        ]
+    )
+    labels = [batch.retracted_by, batch.undone_by]
+    names = Names.for_labels(request.user, [label for label in labels if label])
+    return {
+        "batch": batch,
+        "count": batch.items.count(),
+        "items": [
+            (
+                item,
+                STATUS_CHANGES.get(item.status_before, item.status_before),
+                STATUS_CHANGES.get(item.memory.status, item.memory.status),
+            )
+            for item in items
+        ],
+        "by": names.who(batch.retracted_by),
+        "undone_by": names.who(batch.undone_by) if batch.undone_by else "",
+        "selection": batch.selection,
+        "report": report,
+        "left_alone": [
+            (memory, _changed_since(memory)) for memory in (report.left_alone if report else [])
+        ],
+    }
+
+
+def _changed_since(memory: Memory) -> str:
+    if memory.status == Memory.Status.RETRACTED:
+        return "put back and deleted again since the batch; it stays deleted"
+    now = STATUS_CHANGES.get(memory.status, memory.status).lower()
+    return f"changed since the batch (now: {now}); left as it is"
+
+
+@support_only
+@require_GET
+def batch_page(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    batch = get_object_or_404(RetractionBatch, pk=pk)
+    return render(request, BATCH_TEMPLATE, _batch_context(request, batch))
+
+
+@support_only
+@require_POST
+def batch_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    """Undo the batch; the answer is the report of what came back and what was left alone
+    (rendered, not redirected to, because the report exists only now)."""
+    batch = get_object_or_404(RetractionBatch, pk=pk)
+    reason = request.POST.get("reason", "")[:REASON_MAX]
+    try:
+        report = undo_batch(batch=batch, actor=Actor.for_user(request.user), reason=reason)
+    except policy.Refusal as refusal:
+        batch.refresh_from_db()
+        context = _batch_context(request, batch)
+        context["error"] = refusal.detail
+        return _batch_response(request, context, refusal.status)
+    return _batch_response(request, _batch_context(request, report.batch, report), 200)
+
+
+def _batch_response(request: SignedInRequest, context: dict[str, Any], status: int) -> HttpResponse:
+    if request.htmx:
+        return render(request, f"{BATCH_TEMPLATE}#undo", context, status=status)
+    return render(request, BATCH_TEMPLATE, context, status=status)

@@ -1,0 +1,240 @@
+"""Support's search across every subject, and everything one message or tool result wrote.
+
+A query that is exactly a run's or a source's reference goes straight to what it names;
+anything else lists matching memories in a dense table, newest first, a keyset page at a
+time, with the subjects whose reference or name matches above them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, time, timedelta
+from typing import Any
+
+from django import forms
+from django.db.models import Prefetch, Q
+from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET
+from django_htmx.http import HttpResponseClientRedirect, push_url
+
+from ledger.models import LedgerEntry, Memory, Run, Source, Subject
+from ledger.views.http import SignedInRequest, support_only
+from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.presenting import STATUS_CHANGES
+from ledger.views.queues import queue_counts
+
+PAGE_SIZE = 50
+SUBJECTS_SHOWN = 10
+# On the staff home without a query: the subjects people most often open first.
+HOME_SUBJECTS = 200
+# What one message or tool result wrote is a handful of rows; this bounds a reference that
+# many agents happened to reuse.
+SOURCE_ROWS = 200
+EXPIRING_DAYS_MAX = 3650
+
+ANY = [("", "Any")]
+FILTERS = (
+    "kind",
+    "basis",
+    "status",
+    "written_from",
+    "written_to",
+    "expiring_within",
+    "in_conflict",
+    "pending",
+)
+
+
+class SearchForm(forms.Form):
+    q = forms.CharField(required=False, max_length=200, strip=True, label="Search")
+    kind = forms.ChoiceField(required=False, choices=ANY + list(Memory.Kind.choices), label="Kind")
+    basis = forms.ChoiceField(
+        required=False, choices=ANY + list(Memory.Basis.choices), label="Said or guessed"
+    )
+    status = forms.ChoiceField(
+        required=False,
+        choices=ANY + [(s, STATUS_CHANGES[s]) for s in Memory.Status.values],
+        label="Status",
+    )
+    written_from = forms.DateField(required=False, label="Written from")
+    written_to = forms.DateField(required=False, label="Written to (inclusive)")
+    expiring_within = forms.IntegerField(
+        required=False, min_value=1, max_value=EXPIRING_DAYS_MAX, label="Expiring within (days)"
+    )
+    in_conflict = forms.BooleanField(required=False, label="In an open conflict")
+    pending = forms.BooleanField(required=False, label="Waiting for confirmation")
+    after = forms.CharField(required=False, label="Next page")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("written_from"), data.get("written_to")
+        if start and end and end < start:
+            raise forms.ValidationError("“Written to” is before “written from”.")
+        return data
+
+    def narrowed(self) -> bool:
+        """Whether any filter besides the text is set."""
+        return any(self.cleaned_data.get(name) for name in FILTERS)
+
+
+def _start_of(day: Any) -> datetime:
+    return timezone.make_aware(datetime.combine(day, time.min))
+
+
+def _memories(form: SearchForm, now: datetime) -> Any:
+    data = form.cleaned_data
+    rows = Memory.objects.all()
+    if data["q"]:
+        rows = rows.found_by(data["q"])
+    if data["kind"]:
+        rows = rows.filter(kind=data["kind"])
+    if data["basis"]:
+        rows = rows.filter(basis=data["basis"])
+    if data["status"]:
+        rows = rows.filter(status=data["status"])
+    if data["pending"]:
+        rows = rows.pending()
+    if data["in_conflict"]:
+        rows = rows.in_open_conflict()
+    if data["expiring_within"]:
+        rows = rows.expiring_within(now, now + timedelta(days=data["expiring_within"]))
+    start = _start_of(data["written_from"]) if data["written_from"] else None
+    end = _start_of(data["written_to"] + timedelta(days=1)) if data["written_to"] else None
+    rows = rows.written_between(start, end)
+    sources = Source.objects.select_related("run").order_by("received_at", "id")
+    return rows.select_related("subject", "run", "agent").prefetch_related(
+        Prefetch("sources", sources)
+    )
+
+
+def _where_it_points(query: str) -> str:
+    """The page a query names exactly: a run, or a message or tool result; else ""."""
+    if Run.objects.filter(ref=query).exists():
+        return reverse("run", args=[query])
+    if Source.objects.filter(ref=query).exists():
+        return reverse("source", args=[query])
+    return ""
+
+
+def staff_home(request: SignedInRequest) -> HttpResponse:
+    """The staff home: one search box across every subject, and what waits in the queues."""
+    form = SearchForm(request.GET)
+    filters_open = any(request.GET.get(name) for name in FILTERS)
+    if not form.is_valid():
+        errors = " ".join(
+            f"{form.fields[name].label or name}: {error}" if name in form.fields else str(error)
+            for name, field_errors in form.errors.items()
+            for error in field_errors
+        )
+        invalid = {"form": form, "errors": errors, "filters_open": filters_open}
+        return render(request, "ledger/home.html", invalid, status=400)
+    query = form.cleaned_data["q"]
+    # Results follow the typing; only a submitted search goes straight to the run or the
+    # message it names, so a prefix that happens to name one never carries anyone off.
+    typing = bool(request.htmx) and request.htmx.trigger == "q"
+    if query and not typing and not form.narrowed() and not form.cleaned_data["after"]:
+        target = _where_it_points(query)
+        if target and request.htmx:
+            return HttpResponseClientRedirect(target)
+        if target:
+            return HttpResponseRedirect(target)
+    searched = bool(query) or form.narrowed()
+    now = timezone.now()
+    context: dict[str, Any] = {
+        "form": form,
+        "query": query,
+        "searched": searched,
+        "filters_open": filters_open,
+    }
+    subjects = Subject.objects.with_memory_counts()
+    if query:
+        subjects = subjects.filter(Q(ref__icontains=query) | Q(display_name__icontains=query))
+    if searched:
+        try:
+            page = keyset_page(
+                _memories(form, now),
+                field="written_at",
+                cursor=form.cleaned_data["after"],
+                size=PAGE_SIZE,
+                newest_first=True,
+            )
+        except BadCursor as error:
+            context.update(errors=str(error))
+            return render(request, "ledger/home.html", context, status=400)
+        shown = list(subjects[: SUBJECTS_SHOWN + 1])
+        context.update(
+            page=page,
+            subjects=shown[:SUBJECTS_SHOWN],
+            more_subjects=len(shown) > SUBJECTS_SHOWN,
+            next_query=_next_query(request, page.next_cursor),
+        )
+    else:
+        context.update(subjects=subjects[:HOME_SUBJECTS], counts=queue_counts(now))
+    template = "ledger/home.html"
+    if request.htmx and request.htmx.target in ("search-results", "subject-results"):
+        template += "#" + request.htmx.target
+    response = render(request, template, context)
+    if request.htmx:
+        # The address bar keeps what was asked, not every empty filter of the form.
+        push_url(response, f"{reverse('home')}?{_asked(request).urlencode()}")
+    # Same URL, two bodies: caches must key on the htmx headers too.
+    patch_vary_headers(response, ("HX-Request", "HX-Target"))
+    return response
+
+
+def _asked(request: SignedInRequest) -> QueryDict:
+    """The search's parameters without the empty ones (and without the page cursor)."""
+    asked = QueryDict(mutable=True)
+    for name, value in request.GET.items():
+        if value and name != "after":
+            asked[name] = value
+    return asked
+
+
+def _next_query(request: SignedInRequest, cursor: str) -> str:
+    if not cursor:
+        return ""
+    params = _asked(request)
+    params["after"] = cursor
+    return params.urlencode()
+
+
+@support_only
+@require_GET
+def source(request: SignedInRequest, ref: str) -> HttpResponse:
+    """Everything written from one message or tool result: memories of any status, and the
+    ledger entries that cite it, with what was said shown once."""
+    evidence = list(
+        Source.objects.filter(ref=ref)
+        .select_related("run")
+        .order_by("received_at", "id")[:SOURCE_ROWS]
+    )
+    if not evidence:
+        raise Http404("No message or tool result has this reference.")
+    memories = (
+        Memory.objects.filter(pk__in=Source.objects.filter(ref=ref).values("memory_id"))
+        .select_related("subject", "run", "agent")
+        .prefetch_related(Prefetch("sources", Source.objects.filter(ref=ref).order_by("id")))
+        .order_by("written_at", "id")[:SOURCE_ROWS]
+    )
+    entries = (
+        LedgerEntry.objects.filter(Q(source__ref=ref) | Q(promotion_source__ref=ref))
+        .select_related("subject", "run", "source")
+        .order_by("recorded_at", "id")[:SOURCE_ROWS]
+    )
+    excerpts = list(dict.fromkeys(s.excerpt for s in evidence if s.excerpt))
+    return render(
+        request,
+        "ledger/source.html",
+        {
+            "ref": ref,
+            "first": evidence[0],
+            "excerpts": excerpts,
+            "memories": memories,
+            "entries": entries,
+            "limit": SOURCE_ROWS,
+        },
+    )
