@@ -188,9 +188,9 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
 def _asked(request: SignedInRequest) -> QueryDict:
     """The search's parameters without the empty ones (and without the page cursor)."""
     asked = QueryDict(mutable=True)
-    for name, value in request.GET.items():
-        if value and name != "after":
-            asked[name] = value
+    for name, values in request.GET.lists():
+        if name != "after" and any(values):
+            asked.setlist(name, [value for value in values if value])
     return asked
 
 
