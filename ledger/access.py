@@ -16,6 +16,7 @@ from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import Q, QuerySet
 
 if TYPE_CHECKING:
+    from ledger.actors import Actor
     from ledger.models import Subject
 
 type Person = User | AnonymousUser
@@ -85,6 +86,14 @@ def may_use_support_tools(user: Person) -> bool:
     """Support's workbench: search across subjects, traces, queues, complaints, memory as of
     a date and batch retractions. Anyone else is answered as if none of it existed."""
     return is_staff(user)
+
+
+def may_grant_staff_scope(actor: Actor) -> bool:
+    """The ``staff`` API scope retracts memories across every subject: only an admin grants
+    it, or whoever runs the command line (a system actor); never an agent."""
+    if actor.agent is not None:
+        return False
+    return actor.user is None or role_of(actor.user) == Role.ADMIN
 
 
 def may_see_runs(user: Person) -> bool:

@@ -9,7 +9,7 @@ actions that write reasons people read (``expiry``) and the template filters
 (``ledger.templatetags.dates``) use the same two functions.
 """
 
-from datetime import date, datetime
+from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
@@ -38,3 +38,26 @@ def day(value: date | datetime | None) -> str:
     if isinstance(value, datetime):
         value = _local(value)
     return format_date(value, DAY_FORMAT)
+
+
+# The days people may ask about: wide enough for any record, narrow enough that a day's
+# window (its start, the next day's start, a day either side) is always a real moment.
+FIRST_YEAR, LAST_YEAR = 1900, 9998
+
+
+def askable(value: date) -> bool:
+    """Whether a typed day or moment is one the pages can look around."""
+    return FIRST_YEAR <= value.year <= LAST_YEAR
+
+
+def day_window(first: date | None, last: date | None) -> tuple[datetime | None, datetime | None]:
+    """From the start of ``first`` to the start of the day after ``last``, in local time,
+    so both days are included; either end may be left open."""
+
+    def midnight(value: date) -> datetime:
+        return timezone.make_aware(datetime.combine(value, time.min))
+
+    return (
+        midnight(first) if first else None,
+        midnight(last + timedelta(days=1)) if last else None,
+    )

@@ -179,8 +179,10 @@ _MEMORY = _closed(
         "statement": _text("What is remembered (empty once erased)."),
         "basis": _enum(
             ("stated", "inferred"),
-            "stated: the person said it (or confirmed or corrected it); inferred: an agent "
-            "guessed it and the person never confirmed it.",
+            "stated: not a guess (said by the person, recorded from a tool or an import, "
+            "or a guess confirmed or corrected: origin says how and by whom, and a guess "
+            "support confirmed is never the person's word); inferred: an agent guessed it "
+            "and nobody confirmed it.",
         ),
         "origin": _closed(
             {

@@ -226,6 +226,12 @@ class Memory(models.Model):
         indexes = [
             # Support's search lists memories across subjects newest first, a page at a time.
             models.Index(fields=["-written_at", "-id"], name="memory_newest_first"),
+            # Support's queue of guesses waiting for confirmation, oldest first.
+            models.Index(
+                fields=["written_at", "id"],
+                name="memory_pending_queue",
+                condition=Q(status="pending"),
+            ),
             # Recall and the subject page: a subject's live memories by expiry.
             models.Index(fields=["subject", "status", "expires_at"], name="memory_subject_live"),
             models.Index(fields=["subject", "key"], name="memory_subject_key"),
@@ -276,6 +282,12 @@ class Conflict(models.Model):
 
     class Meta:
         ordering = ["-opened_at"]
+        # Support's queue of conflicts to resolve, oldest first.
+        indexes = [
+            models.Index(
+                fields=["opened_at", "id"], name="conflict_open_queue", condition=Q(status="open")
+            )
+        ]
         constraints = [
             # At most one open conflict per slot: new contenders join it.
             models.UniqueConstraint(

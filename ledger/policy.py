@@ -507,8 +507,8 @@ def refuse_batch_size(found: int, *, expected: int | None = None) -> None:
     if found > RETRACTION_BATCH_MAX:
         raise Refusal(
             "selection_too_large",
-            f"This selection matches {found} memories; one batch takes at most "
-            f"{RETRACTION_BATCH_MAX}. Narrow it (a source, a run, a shorter time window). "
+            f"This selection matches more than {RETRACTION_BATCH_MAX} memories, the most one "
+            "batch takes. Narrow it (a source, a run, a shorter time window). "
             "Nothing was changed.",
             400,
         )
@@ -521,11 +521,12 @@ def refuse_batch_size(found: int, *, expected: int | None = None) -> None:
         )
 
 
-def refuse_without_reason(reason: str) -> None:
+def refuse_without_reason(reason: str, *, why: str = "these memories are deleted") -> None:
+    """A batch changes other people's memories: it says why, in each one's history."""
     if not reason.strip():
         raise Refusal(
             "reason_required",
-            "Say why these memories are deleted: the reason is kept in each one's history.",
+            f"Say why {why}: the reason is kept in each one's history.",
             400,
         )
 
@@ -544,3 +545,37 @@ def left_as_batch_left_it(*, status: str, version: int, version_after: int) -> b
     since the batch (its version is the one the batch left). Anything else was someone's
     later decision, which an undo must not overrule."""
     return status == MemoryStatus.RETRACTED and version == version_after
+
+
+# What a person may record after reading the external system: an unknown is never
+# resolved to another unknown, and "intended" is for the agent alone.
+JOURNAL_RESOLUTIONS = (JournalState.DONE, JournalState.NOT_DONE)
+VERIFICATION_MAX = 1000
+
+
+def checked_for_resolution(*, state: str, verification: str) -> str:
+    """What a person checked before resolving a journal entry, on one line; refused in
+    words when the state is not one a person records or the check is empty, too long or
+    holds an invisible character."""
+    checked = " ".join(verification.split())
+    if state not in JOURNAL_RESOLUTIONS:
+        raise Refusal("resolution_invalid", "Record the action as done or as not done.", 400)
+    if not checked:
+        raise Refusal(
+            "verification_required",
+            "Say what you checked: the verification is what the next agent will rely on.",
+            400,
+        )
+    if len(checked) > VERIFICATION_MAX:
+        raise Refusal(
+            "verification_too_long",
+            f"Keep what you checked to {VERIFICATION_MAX} characters (this is {len(checked)}).",
+            400,
+        )
+    if (found := forbidden_character(checked)) is not None:
+        raise Refusal(
+            "verification_invalid_character",
+            f"What you checked holds an invisible character ({found}): type it again.",
+            400,
+        )
+    return checked

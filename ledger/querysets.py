@@ -86,21 +86,15 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         """Support's search box: memories whose statement matches ``text``, whose subject's
         reference or name contains it, or that it names by source, run or agent.
 
-        Every criterion but the statement's is a subquery on its own small table, read
-        through an index (a memory's subject, run and agent are indexed foreign keys, a
-        source's reference is indexed), so PostgreSQL can OR the indexes instead of joining
-        every memory to its subject; and a memory with many sources comes once.
+        A memory has many sources, so they are matched in a subquery: each memory once.
         """
-        # The models import this module, so their classes are reached at call time.
-        from ledger.models import Agent, Run, Source, Subject
-
-        subjects = Subject.objects.filter(Q(ref__icontains=text) | Q(display_name__icontains=text))
         return self.filter(
             _statement_matches(self.db, text)
-            | Q(subject__in=subjects.values("pk"))
-            | Q(pk__in=Source.objects.filter(ref=text, memory__isnull=False).values("memory_id"))
-            | Q(run__in=Run.objects.filter(ref=text).values("pk"))
-            | Q(agent__in=Agent.objects.filter(name__iexact=text).values("pk"))
+            | Q(subject__ref__icontains=text)
+            | Q(subject__display_name__icontains=text)
+            | Q(pk__in=self.filter(sources__ref=text).values("pk"))
+            | Q(run__ref=text)
+            | Q(agent__name__iexact=text)
         )
 
     def written_between(self, start: datetime | None, end: datetime | None) -> MemoryQuerySet:

@@ -16,7 +16,7 @@ from ledger.views import (
     subjects,
 )
 from ledger.views import ledger as ledger_views
-from ledger.views.run_page import runs_page_view
+from ledger.views.run_page import run_overview
 
 urlpatterns = [
     path("", home.home, name="home"),
@@ -49,7 +49,7 @@ urlpatterns = [
     # Support's workbench: traces and recalls.
     path("recalls/<int:pk>/", recalls.recall_page, name="recall"),
     # Support's workbench: runs, complaints and memory as of a date.
-    path("runs/<str:ref>/", runs_page_view, name="run"),
+    path("runs/<str:ref>/", run_overview, name="run"),
     path("complaints/", complaints.complaint_page, name="complaints"),
     path("subjects/<str:ref>/as-of/", as_of.subject_as_of, name="subject-as-of"),
     # Support's workbench: batch retractions.

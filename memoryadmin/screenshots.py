@@ -22,6 +22,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "screenshots"
 DANA = "acct_4b71c9e20d8af315"
+MARCO = "acct_1f6b0c93d2e84a71"
 PASSWORD = "demo-password-1"
 
 
@@ -134,6 +135,26 @@ def take(browser: Any, base: str) -> None:
     shoot(sam, "snapshot-diff")
     sam.goto("/reminders/")
     shoot(sam, "reminders-support")
+    take_support(sam)
+
+
+def take_support(sam: Any) -> None:
+    """Support's tour: Marco's complaint, from the search box to a batch deletion."""
+    sam.goto("/?q=phone")
+    shoot(sam, "support-01-search")
+    row = sam.get_by_role("row").filter(has_text="Happy to be phoned about deliveries.")
+    row.get_by_role("link", name="Trace").click()
+    shoot(sam, "support-02-trace")
+    sam.goto("/sources/msg_0588/")
+    shoot(sam, "support-03-source")
+    sam.goto(f"/complaints/?subject={MARCO}&phrase=phone")
+    shoot(sam, "support-04-complaint")
+    sam.goto(f"/subjects/{MARCO}/as-of/")
+    shoot(sam, "support-05-as-of")
+    sam.goto("/retractions/new/?source_ref=msg_0588")
+    shoot(sam, "support-06-batch-preview")
+    sam.goto("/")
+    shoot(sam, "support-07-home-queues")
 
 
 def main() -> int:

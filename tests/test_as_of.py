@@ -159,6 +159,16 @@ def test_a_bad_moment_is_refused_in_words(
     assert "is not a" in response.content.decode()
 
 
+@pytest.mark.parametrize("at", ["9999-12-31", "0001-01-01", "9999-12-31T23:59:59"])
+def test_a_moment_too_far_to_look_around_is_refused_in_words(
+    sam: User, remember: Callable[..., Memory], at: str
+) -> None:
+    remember("Likes tea.", subject=MARCO)
+    response = signed_in(sam).get(URL, {"at": at})
+    assert response.status_code == 400
+    assert "Choose a moment between 1900 and 9998." in response.content.decode()
+
+
 def test_the_page_is_for_support_only(
     sam: User, make_person: Callable[..., User], remember: Callable[..., Memory]
 ) -> None:

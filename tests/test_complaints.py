@@ -79,6 +79,7 @@ def test_without_a_phrase_the_most_recalled_come_first(
         ({"subject": "acct_nobody"}, "No subject has the reference “acct_nobody”."),
         ({"subject": MARCO, "start": "2027-02-30"}, "Enter a valid date."),
         ({"subject": MARCO, "end": "soon"}, "Enter a valid date."),
+        ({"subject": MARCO, "end": "9999-12-31"}, "Choose a day between 1900 and 9998."),
         (
             {"subject": MARCO, "start": "2027-03-05", "end": "2027-03-01"},
             "The first day comes after the last one.",

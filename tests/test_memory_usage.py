@@ -84,7 +84,7 @@ def test_the_list_comes_with_htmx_run_agent_and_when_latest_first(
     assert "by fixture-agent" in html
     assert "(2 times)" in html
     # The person sees the run's name; only staff may open a run.
-    assert "/runs/run_a/journal/" not in html
+    assert "/runs/run_a/" not in html
 
 
 def test_without_javascript_the_link_opens_the_page_with_the_list(
@@ -115,7 +115,7 @@ def test_support_sees_it_too_with_the_runs_linked(
     html = card_html(support.get(PAGE).content.decode(), memory)
     assert "Used in 1 conversation, last on" in html
     listed = support.get(reverse("memory-uses", args=[memory.pk]), **HTMX).content.decode()
-    assert 'href="/runs/run_a/journal/"' in listed
+    assert 'href="/runs/run_a/"' in listed
 
 
 def test_the_list_shows_the_latest_and_counts_the_rest(dana: User, remember, agent: Agent) -> None:

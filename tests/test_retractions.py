@@ -11,6 +11,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from ledger import policy
 from ledger.actions.lifecycle import correct_memory, restore_memory
 from ledger.actions.recalls import record_recall
 from ledger.actions.retractions import Selection, retract_batch, undo_batch
@@ -123,6 +124,12 @@ def test_undo_puts_both_back_as_one_action(story: dict[str, Memory], sam: User) 
     batch = retract_batch(
         selection=Selection(source_ref="msg_0588"), actor=Actor.for_user(sam), reason="misread"
     )
+    # It changes other people's memories: it says why first, or nothing comes back.
+    deleted = statuses()
+    for reason in ("", "  ", "nul\x00"):
+        refused = signed_in(sam).post(f"/retractions/{batch.pk}/undo/", {"reason": reason})
+        assert refused.status_code == 400
+        assert statuses() == deleted
     response = signed_in(sam).post(f"/retractions/{batch.pk}/undo/", {"reason": "wrong call"})
     assert response.status_code == 200
     assert "2 memories are back" in response.content.decode()
@@ -148,7 +155,7 @@ def test_undo_leaves_alone_a_memory_changed_since_and_reports_it(
         statement="Best reached by e-mail.",
         reason="he phoned us",
     )
-    response = signed_in(sam).post(f"/retractions/{batch.pk}/undo/")
+    response = signed_in(sam).post(f"/retractions/{batch.pk}/undo/", {"reason": "a mistake"})
     page = response.content.decode()
     assert response.status_code == 200
     assert "1 memory is back" in page
@@ -162,12 +169,12 @@ def test_undoing_twice_is_refused_in_words(story: dict[str, Memory], sam: User) 
     batch = retract_batch(
         selection=Selection(source_ref="msg_0588"), actor=Actor.for_user(sam), reason="misread"
     )
-    undo_batch(batch=batch, actor=Actor.for_user(sam))
-    response = signed_in(sam).post(f"/retractions/{batch.pk}/undo/")
+    undo_batch(batch=batch, actor=Actor.for_user(sam), reason="a mistake")
+    response = signed_in(sam).post(f"/retractions/{batch.pk}/undo/", {"reason": "a mistake"})
     assert response.status_code == 409
     assert "already undone" in response.content.decode()
     with pytest.raises(Refusal) as refused:
-        undo_batch(batch=batch, actor=Actor.for_user(sam))
+        undo_batch(batch=batch, actor=Actor.for_user(sam), reason="a mistake")
     assert refused.value.status == 409
 
 
@@ -263,7 +270,7 @@ def test_preview_and_batch_pages_query_the_same_at_2_and_20_memories(
         batch = retract_batch(
             selection=Selection(source_ref="msg_0588"), actor=Actor.for_user(sam), reason="x"
         )
-        undo_batch(batch=batch, actor=Actor.for_user(sam))
+        undo_batch(batch=batch, actor=Actor.for_user(sam), reason="a mistake")
         return batch
 
     small = grow_to(2)
@@ -292,3 +299,13 @@ def test_the_list_continues_after_a_batch(story: dict[str, Memory], sam: User) -
     older = client.get(f"/retractions/?after={batch.pk}").content.decode()
     assert "the first batch of all" not in older
     assert client.get("/retractions/?after=nonsense").status_code == 400
+
+
+def test_a_preview_larger_than_one_batch_says_so_and_offers_no_delete(
+    story: dict[str, Memory], sam: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(policy, "RETRACTION_BATCH_MAX", 1)
+    page = signed_in(sam).get("/retractions/new/", {"source_ref": "msg_0588"}).content.decode()
+    assert "2 memories would be deleted" in page
+    assert "One batch takes at most 1 memories" in page
+    assert "Delete 2 memories" not in page

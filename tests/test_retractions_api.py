@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from io import StringIO
+from typing import Any
 
 import pytest
+from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from ledger.models import Memory, RetractionBatch
+from ledger.actions.agents import create_agent
+from ledger.actors import Actor
+from ledger.models import Agent, Memory, RetractionBatch
 from tests.conftest import agent_client
 from tests.test_retractions import AFTER_SIX, PARCELS, PHONED, misread, statuses
 
@@ -51,11 +56,13 @@ def test_a_batch_and_its_undo_as_the_agent(story: None, staff: APIClient) -> Non
     assert statuses() == {PHONED: "retracted", AFTER_SIX: "retracted", PARCELS: "active"}
     assert staff.get(f"{URL}/{batch['id']}").json()["undone_at"] is None
 
-    undone = staff.post(f"{URL}/{batch['id']}/undo", {}, format="json")
+    nameless = staff.post(f"{URL}/{batch['id']}/undo", {}, format="json")
+    assert nameless.status_code == 400 and "reason" in nameless.json()
+    undone = staff.post(f"{URL}/{batch['id']}/undo", {"reason": "misjudged"}, format="json")
     assert undone.status_code == 200, undone.json()
     assert len(undone.json()["restored"]) == 2 and undone.json()["left_alone"] == []
     assert set(statuses().values()) == {"active"}
-    again = staff.post(f"{URL}/{batch['id']}/undo", {}, format="json")
+    again = staff.post(f"{URL}/{batch['id']}/undo", {"reason": "again"}, format="json")
     assert again.status_code == 409
     assert again.json()["code"] == "batch_already_undone"
 
@@ -117,3 +124,38 @@ def test_an_unknown_batch_is_404(staff: APIClient) -> None:
     fake = "00000000-0000-0000-0000-000000000000"
     assert staff.get(f"{URL}/{fake}").status_code == 404
     assert staff.post(f"{URL}/{fake}/undo", {}, format="json").status_code == 404
+
+
+def test_only_an_admin_or_the_command_line_grants_the_staff_scope(
+    make_person: Callable[..., Any],
+) -> None:
+    sam = make_person("sam", role="support")
+    alex = make_person("alex", role="admin")
+    writer, _ = create_agent(name="writer", scopes=["write"], actor=Actor.system("test"))
+    for refused in (Actor.for_user(sam), Actor.for_agent(writer)):
+        with pytest.raises(ValueError, match="only an admin"):
+            create_agent(name=f"tooling-{refused.label}", scopes=["staff"], actor=refused)
+    assert not Agent.objects.filter(name__startswith="tooling-").exists()
+    by_admin, _ = create_agent(name="tooling-admin", scopes=["staff"], actor=Actor.for_user(alex))
+    assert by_admin.scopes == ["staff"]
+    out = StringIO()
+    call_command("create_agent_key", "tooling-cli", "--scopes", "read,staff", stdout=out)
+    assert Agent.objects.get(name="tooling-cli").scopes == ["read", "staff"]
+
+
+def test_a_batch_refuses_a_selection_that_no_longer_matches_its_dry_run(
+    story: None, staff: APIClient
+) -> None:
+    before = statuses()
+    response = staff.post(
+        URL,
+        {"source_ref": "msg_0588", "reason": "misread", "expected": 3},
+        format="json",
+    )
+    assert response.status_code == 409
+    assert response.json()["code"] == "selection_changed"
+    assert statuses() == before
+    taken = staff.post(
+        URL, {"source_ref": "msg_0588", "reason": "misread", "expected": 2}, format="json"
+    )
+    assert taken.status_code == 201

@@ -52,7 +52,7 @@ def test_the_run_page_lists_what_the_run_wrote(
     assert "Agent fixture-agent" in page
     for statement in (WRONG, EVENING, UNRELATED):
         assert statement in page
-    assert "msg_0588</code>, turn 3" in page
+    assert "msg_0588</code></a>, turn 3" in page
     assert "Replaced by a correction" in page
     assert f"/memories/{story.wrong.pk}/history/" in page
     assert "Call Marco before each delivery." in page

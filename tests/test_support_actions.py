@@ -141,6 +141,9 @@ def test_support_confirmation_is_said_as_supports_everywhere(
         assert "confirmed by support" in history
         assert "Confirmed on the phone, ticket 12." in history
         assert "confirmed by the person" not in history.lower()
+        # Before support's word it was nobody's statement, least of all the person's.
+        assert "said by the person" not in history
+        assert "not stated: a guess" in history
     export = dana.get(reverse("subject-export", args=[SUBJECT])).json()
     exported = next(m for m in export["memories"] if m["id"] == str(guess.pk))
     assert exported["origin"] == {"how": "confirmed", "who": "support"}

@@ -228,6 +228,9 @@ def test_each_filter_narrows(
         ({"written_from": "2031-03-02", "written_to": "2031-03-01"}, "is before"),
         ({"expiring_within": "-3"}, "Expiring within (days)"),
         ({"q": "phone", "after": "not-a-cursor"}, "not one this page gave out"),
+        ({"written_to": "9999-12-31"}, "Choose a day between 1900 and 9998"),
+        ({"written_from": "0001-01-01"}, "Choose a day between 1900 and 9998"),
+        ({"q": "nul\x00"}, "NUL character"),
     ],
 )
 def test_bad_filters_are_a_400_in_words(
@@ -274,6 +277,23 @@ def test_the_search_runs_the_same_queries_for_3_or_30_rows(
     few = count()
     for n in range(1, 28):
         remember(f"Phone call {n} went well.", subject=f"acct_q{n}", kind="episode")
+    assert count() == few
+
+
+def test_the_source_page_runs_the_same_queries_for_2_or_9_memories(
+    story: dict[str, Memory], remember: Callable[..., Memory]
+) -> None:
+    client = signed_in("sam")
+
+    def count() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get("/sources/msg_0588/").status_code == 200
+        return len(captured)
+
+    few = count()
+    for n in range(7):
+        source = SourceInput(kind="user_message", ref="msg_0588", run=f"run_s{n}", turn=n)
+        remember(f"Also misread, number {n}.", subject=f"acct_s{n}", source=source)
     assert count() == few
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ledger import access
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.keys import NewKey, new_key
@@ -19,6 +20,8 @@ def create_agent(
     unknown = set(scopes) - set(Agent.Scope.values)
     if unknown:
         raise ValueError(f"unknown scope(s): {', '.join(sorted(unknown))}")
+    if Agent.Scope.STAFF in scopes and not access.may_grant_staff_scope(actor):
+        raise ValueError("only an admin may grant the staff scope")
     key = key or new_key()
     agent = Agent(name=name, key_prefix=key.prefix, key_hash=key.hash, scopes=sorted(scopes))
     save_tracked(agent, actor=actor, reason=f"Agent created with scopes {', '.join(scopes)}.")

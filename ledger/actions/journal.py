@@ -17,7 +17,12 @@ from ledger.actions._tracking import save_tracked
 from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Run
-from ledger.policy import Refusal, refuse_journal_move, stale_intent_cutoff
+from ledger.policy import (
+    Refusal,
+    checked_for_resolution,
+    refuse_journal_move,
+    stale_intent_cutoff,
+)
 
 
 def run_for_agent(*, ref: str, agent: Agent) -> Run | None:
@@ -103,12 +108,6 @@ def record_outcome(
     return entry
 
 
-# What a person may record after reading the external system: an unknown is never
-# resolved to another unknown, and "intended" is for the agent alone.
-RESOLUTIONS = (JournalEntry.State.DONE, JournalEntry.State.NOT_DONE)
-VERIFICATION_MAX = 1000
-
-
 def resolve_journal_entry(
     *, entry: JournalEntry, state: str, verification: str, actor: Actor
 ) -> JournalEntry:
@@ -116,21 +115,7 @@ def resolve_journal_entry(
     done or not done, with what they checked. Only an entry that needs resolving (an
     unknown outcome, or an intent that never reported back) may be resolved by a person;
     an agent still within its time may yet report its own outcome."""
-    checked = " ".join(verification.split())
-    if state not in RESOLUTIONS:
-        raise Refusal("resolution_invalid", "Record the action as done or as not done.", 400)
-    if not checked:
-        raise Refusal(
-            "verification_required",
-            "Say what you checked: the verification is what the next agent will rely on.",
-            400,
-        )
-    if len(checked) > VERIFICATION_MAX:
-        raise Refusal(
-            "verification_too_long",
-            f"Keep what you checked to {VERIFICATION_MAX} characters (this is {len(checked)}).",
-            400,
-        )
+    checked = checked_for_resolution(state=state, verification=verification)
     with transaction.atomic():
         entry = JournalEntry.objects.select_for_update().get(pk=entry.pk)
         refuse_journal_move(entry.state, state)
@@ -143,7 +128,11 @@ def resolve_journal_entry(
             )
         previous = entry.state
         entry.state = state
-        entry.verification = {"checked": checked, "recorded_by": actor.label}
+        resolved: dict[str, Any] = {"checked": checked, "recorded_by": actor.label}
+        if entry.verification is not None:
+            # What the agent verified stays beside what the person checked.
+            resolved["by_agent"] = entry.verification
+        entry.verification = resolved
         entry.updated_at = timezone.now()
         save_tracked(
             entry,

@@ -89,6 +89,15 @@ class Preview:
     def more(self) -> int:
         return self.memories - len(self.listed)
 
+    @property
+    def too_large(self) -> bool:
+        """More than one batch takes: the batch would be refused, so it is not offered."""
+        return self.memories > policy.RETRACTION_BATCH_MAX
+
+    @property
+    def batch_max(self) -> int:
+        return policy.RETRACTION_BATCH_MAX
+
 
 def preview_retraction(selection: Selection) -> Preview:
     """What a batch would take, in three queries whatever its size. Writes nothing."""
@@ -183,20 +192,22 @@ class UndoReport:
     left_alone: list[Memory] = field(default_factory=list)
 
 
-def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str = "") -> UndoReport:
+def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoReport:
     """Put back every memory of the batch that is still as the batch left it, with the
     status it had before; report the ones changed since, and leave them alone.
 
-    Undone once: a second undo is refused (409), so nobody undoes someone's later fix.
+    Undone once: a second undo is refused (409), so nobody undoes someone's later fix. It
+    changes other people's memories, so it says why, as the batch did.
     """
     reason = reason.strip()
+    policy.refuse_without_reason(reason, why="these memories come back")
     now = timezone.now()
     with transaction.atomic():
         locked = RetractionBatch.objects.select_for_update().get(pk=batch.pk)
         policy.refuse_undone_twice(locked.undone_at)
         report = UndoReport(batch=locked)
         items = locked.items.select_related("memory").order_by("memory__subject_id", "memory_id")
-        why = f"Batch {locked.pk} undone" + (f": {reason}" if reason else ".")
+        why = f"Batch {locked.pk} undone: {reason}"
         for item in items:
             memory = lock_slot(item.memory)
             if not policy.left_as_batch_left_it(

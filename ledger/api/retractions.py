@@ -56,6 +56,12 @@ class RetractionRequestSerializer(StrictSerializer):
     written_before = OffsetDateTimeField(required=False)
     reason = StrictCharField(required=False, max_length=REASON_MAX, multiline=True)
     dry_run = StrictBooleanField(required=False, default=False)
+    expected = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="The count the dry run showed: a selection that matches another number "
+        "now is refused (409 selection_changed) instead of taking what nobody previewed.",
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("dry_run") and not attrs.get("reason", "").strip():
@@ -76,7 +82,7 @@ class RetractionRequestSerializer(StrictSerializer):
 
 
 class UndoRequestSerializer(StrictSerializer):
-    reason = StrictCharField(required=False, allow_blank=True, max_length=REASON_MAX)
+    reason = StrictCharField(max_length=REASON_MAX, multiline=True)
 
 
 class PreviewMemorySerializer(serializers.Serializer[Memory]):
@@ -182,6 +188,7 @@ class RetractionsView(StaffOnly):
                 selection=selection,
                 actor=Actor.for_agent(agent_of(request)),
                 reason=incoming.validated_data["reason"],
+                expected=incoming.validated_data.get("expected"),
             )
             return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED), None
 
@@ -209,7 +216,7 @@ class RetractionUndoView(StaffOnly):
             report = undo_batch(
                 batch=batch,
                 actor=Actor.for_agent(agent_of(request)),
-                reason=incoming.validated_data.get("reason", ""),
+                reason=incoming.validated_data["reason"],
             )
             return Response(UndoReportSerializer(report).data), None
 

@@ -12,6 +12,7 @@ from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.http import require_GET
 
 from ledger.as_of import AROUND, RECALLS_AROUND, as_of, recalls_around
+from ledger.dates import FIRST_YEAR, LAST_YEAR, askable
 from ledger.models import Subject
 from ledger.views.http import SignedInRequest, support_only
 
@@ -32,11 +33,13 @@ def parse_moment(text: str) -> datetime:
         raise BadMoment(
             f"“{text}” is not a date or a time: write it like 2027-03-02 or 2027-03-02T14:30."
         )
+    if not askable(moment):
+        raise BadMoment(f"Choose a moment between {FIRST_YEAR} and {LAST_YEAR}.")
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
 
 
-@require_GET
 @support_only
+@require_GET
 def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
     subject = get_object_or_404(Subject, ref=ref)
     typed = request.GET.get("at", "").strip()

@@ -8,16 +8,17 @@ range, and the counts of those memories' recalls in it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
+from datetime import date, datetime
 
 from django import forms
 from django.http import HttpResponse
 from django.shortcuts import render
-from django.utils import timezone
 from django.views.decorators.http import require_GET
 
+from ledger.dates import day_window
 from ledger.models import Memory, RecallItem, Subject
 from ledger.recall import Ranked, goal_terms, rank_by_terms
+from ledger.views.forms import DayField
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.presenting import STATUS_CHANGES
 
@@ -27,8 +28,8 @@ SHOWN = 100
 
 class ComplaintForm(forms.Form):
     subject = forms.CharField(label="Subject reference", max_length=100)
-    start = forms.DateField(label="From (day)", required=False)
-    end = forms.DateField(label="To (day, included)", required=False)
+    start = DayField(label="From (day)", required=False)
+    end = DayField(label="To (day, included)", required=False)
     phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
 
     def clean_subject(self) -> Subject:
@@ -55,19 +56,12 @@ class Suspect:
     status: str
 
 
-def _midnight(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, time.min))
-
-
 def suspects(
     subject: Subject, *, start: date | None, end: date | None, phrase: str
 ) -> list[Suspect]:
     """The memories recalled about ``subject`` from ``start`` to ``end`` (days, both
     included), ranked by ``phrase`` and, without one, by how often they were served."""
-    served = RecallItem.objects.about(subject).recalled_between(
-        _midnight(start) if start else None,
-        _midnight(end + timedelta(days=1)) if end else None,
-    )
+    served = RecallItem.objects.about(subject).recalled_between(*day_window(start, end))
     terms = goal_terms(phrase)
     if terms:
         candidates = Memory.objects.filter(pk__in=served.values("memory_id"))
@@ -92,8 +86,8 @@ def suspects(
     ]
 
 
-@require_GET
 @support_only
+@require_GET
 def complaint_page(request: SignedInRequest) -> HttpResponse:
     asked = bool(request.GET)
     form = ComplaintForm(request.GET if asked else None)

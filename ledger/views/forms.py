@@ -9,6 +9,7 @@ from django import forms
 from django.http import QueryDict
 
 from ledger import policy
+from ledger.dates import FIRST_YEAR, LAST_YEAR, askable
 from ledger.models import Memory
 
 STATUS_FILTERS = {
@@ -44,6 +45,15 @@ class Filters:
     @property
     def narrowed(self) -> bool:
         return bool(self.q or self.kind or self.basis or self.status)
+
+
+class DayField(forms.DateField):
+    """A calendar day a person asks about, within the years the pages can look around."""
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if value and not askable(value):
+            raise forms.ValidationError(f"Choose a day between {FIRST_YEAR} and {LAST_YEAR}.")
 
 
 class ReasonForm(forms.Form):

@@ -173,7 +173,11 @@ COMPARED: list[tuple[str, str]] = [
 ]
 
 
-def _value_words(name: str, value: Any) -> str:
+def _value_words(name: str, row: Any) -> str:
+    value = getattr(row, name)
+    if name == "stated_by" and row.basis == Memory.Basis.INFERRED:
+        # A guess was never stated by anyone: only a confirmation or correction makes it so.
+        return "not stated: a guess"
     if name == "status":
         return STATUS_CHANGES.get(value, str(value))
     if name == "basis":
@@ -190,11 +194,7 @@ def _value_words(name: str, value: Any) -> str:
 def changes_between(before: Any, after: Any) -> list[Change]:
     """What differs between two history rows of one memory, field by field."""
     return [
-        Change(
-            label,
-            _value_words(name, getattr(before, name)),
-            _value_words(name, getattr(after, name)),
-        )
+        Change(label, _value_words(name, before), _value_words(name, after))
         for name, label in COMPARED
         if getattr(before, name) != getattr(after, name)
     ]

@@ -86,9 +86,11 @@ def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
             return Memory.objects.pending().select_related("subject", "agent")
         case "review":
             return Memory.objects.due_for_review(now).select_related("subject", "agent")
-        case _:
+        case "journal":
             cutoff = policy.stale_intent_cutoff(now)
             return JournalEntry.objects.unresolved(cutoff).select_related("run", "agent")
+        case _:
+            raise Http404("There is no such queue.")
 
 
 def queue_counts(now: datetime) -> list[tuple[Queue, int]]:

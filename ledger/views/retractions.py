@@ -29,6 +29,7 @@ from ledger.actions.retractions import (
 )
 from ledger.actors import Actor
 from ledger.models import Memory, RetractionBatch
+from ledger.views.forms import ReasonForm
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.presenting import STATUS_CHANGES, Names
 
@@ -279,9 +280,13 @@ def batch_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Undo the batch; the answer is the report of what came back and what was left alone
     (rendered, not redirected to, because the report exists only now)."""
     batch = get_object_or_404(RetractionBatch, pk=pk)
-    reason = request.POST.get("reason", "")[:REASON_MAX]
+    form = ReasonForm(request.POST, reason_required=True)
     try:
-        report = undo_batch(batch=batch, actor=Actor.for_user(request.user), reason=reason)
+        if not form.is_valid():
+            raise policy.Refusal("reason_required", form.problem(), 400)
+        report = undo_batch(
+            batch=batch, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
+        )
     except policy.Refusal as refusal:
         batch.refresh_from_db()
         context = _batch_context(request, batch)

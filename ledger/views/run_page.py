@@ -63,9 +63,9 @@ def _turns(recalls: list[Recall]) -> list[Turn]:
     ]
 
 
-@require_GET
 @support_only
-def runs_page_view(request: SignedInRequest, ref: str) -> HttpResponse:
+@require_GET
+def run_overview(request: SignedInRequest, ref: str) -> HttpResponse:
     run = get_object_or_404(Run.objects.select_related("agent", "subject"), ref=ref)
     sources = Source.objects.filter(run=run).order_by("received_at", "id")
     memories = list(

@@ -7,7 +7,7 @@ time, with the subjects whose reference or name matches above them.
 
 from __future__ import annotations
 
-from datetime import datetime, time, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django import forms
@@ -20,7 +20,9 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
+from ledger.dates import day_window
 from ledger.models import LedgerEntry, Memory, Run, Source, Subject
+from ledger.views.forms import DayField
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.paging import BadCursor, keyset_page
 from ledger.views.presenting import STATUS_CHANGES
@@ -59,8 +61,8 @@ class SearchForm(forms.Form):
         choices=ANY + [(s, STATUS_CHANGES[s]) for s in Memory.Status.values],
         label="Status",
     )
-    written_from = forms.DateField(required=False, label="Written from")
-    written_to = forms.DateField(required=False, label="Written to (inclusive)")
+    written_from = DayField(required=False, label="Written from")
+    written_to = DayField(required=False, label="Written to (inclusive)")
     expiring_within = forms.IntegerField(
         required=False, min_value=1, max_value=EXPIRING_DAYS_MAX, label="Expiring within (days)"
     )
@@ -80,10 +82,6 @@ class SearchForm(forms.Form):
         return any(self.cleaned_data.get(name) for name in FILTERS)
 
 
-def _start_of(day: Any) -> datetime:
-    return timezone.make_aware(datetime.combine(day, time.min))
-
-
 def _memories(form: SearchForm, now: datetime) -> Any:
     data = form.cleaned_data
     rows = Memory.objects.all()
@@ -101,9 +99,7 @@ def _memories(form: SearchForm, now: datetime) -> Any:
         rows = rows.in_open_conflict()
     if data["expiring_within"]:
         rows = rows.expiring_within(now, now + timedelta(days=data["expiring_within"]))
-    start = _start_of(data["written_from"]) if data["written_from"] else None
-    end = _start_of(data["written_to"] + timedelta(days=1)) if data["written_to"] else None
-    rows = rows.written_between(start, end)
+    rows = rows.written_between(*day_window(data["written_from"], data["written_to"]))
     sources = Source.objects.select_related("run").order_by("received_at", "id")
     return rows.select_related("subject", "run", "agent").prefetch_related(
         Prefetch("sources", sources)
@@ -217,7 +213,9 @@ def source(request: SignedInRequest, ref: str) -> HttpResponse:
     memories = (
         Memory.objects.filter(pk__in=Source.objects.filter(ref=ref).values("memory_id"))
         .select_related("subject", "run", "agent")
-        .prefetch_related(Prefetch("sources", Source.objects.filter(ref=ref).order_by("id")))
+        .prefetch_related(
+            Prefetch("sources", Source.objects.filter(ref=ref).select_related("run").order_by("id"))
+        )
         .order_by("written_at", "id")[:SOURCE_ROWS]
     )
     entries = (

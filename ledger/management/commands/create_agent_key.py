@@ -12,7 +12,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
-        parser.add_argument("--scopes", default="read", help="comma-separated: read,write")
+        parser.add_argument(
+            "--scopes",
+            default="read",
+            help="comma-separated: read, write, staff (batch retractions)",
+        )
 
     def handle(self, *args: Any, name: str, scopes: str, **options: Any) -> None:
         if Agent.objects.filter(name=name).exists():
