@@ -22,22 +22,28 @@ class Basis(models.TextChoices):
 
 
 class MemoryStatus(models.TextChoices):
-    ACTIVE = "active"
-    PENDING = "pending"
-    SUPERSEDED = "superseded"
-    RETRACTED = "retracted"
-    EXPIRED = "expired"
-    ERASED = "erased"
+    ACTIVE = "active", "in use"
+    PENDING = "pending", "waiting for confirmation"
+    SUPERSEDED = "superseded", "replaced by a correction"
+    RETRACTED = "retracted", "deleted"
+    EXPIRED = "expired", "expired"
+    ERASED = "erased", "erased"
 
 
 class StatedBy(models.TextChoices):
-    """How a memory came to be stated: the person said it, confirmed a guess, or rewrote it."""
+    """How a memory came to be stated: the person said it, confirmed a guess, or rewrote it;
+    or support confirmed or rewrote it, which is never shown as the person's word."""
 
     PERSON = "", "the person"
     CONFIRMATION = "confirmation", "a confirmation"
     # Staff never speak for the person: a guess support confirmed says so, everywhere.
     SUPPORT_CONFIRMATION = "support_confirmation", "a confirmation by support"
     CORRECTION = "correction", "a correction"
+    SUPPORT_CORRECTION = "support_correction", "a correction by support"
+
+
+# Rewritten on the dashboard, by the person or by support.
+CORRECTIONS = (StatedBy.CORRECTION, StatedBy.SUPPORT_CORRECTION)
 
 
 class SourceKind(models.TextChoices):

@@ -138,6 +138,8 @@ def _origin(memory: Memory, rows: list[Any], names: _Names) -> dict[str, str]:
         confirmed = next((r for r in rows if r.stated_by == StatedBy.CONFIRMATION), None)
         who = names.who(confirmed.history_actor) if confirmed else WHO_UNKNOWN
         return {"how": "confirmed", "who": who}
+    if memory.stated_by == StatedBy.SUPPORT_CORRECTION:
+        return {"how": "corrected", "who": WHO_SUPPORT}
     if memory.stated_by == StatedBy.CORRECTION:
         who = names.who(rows[0].history_actor) if rows else WHO_UNKNOWN
         return {"how": "corrected", "who": who}

@@ -171,7 +171,8 @@ class Memory(models.Model):
     basis = models.CharField(max_length=10, choices=Basis.choices)
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.ACTIVE)
     # How it became stated (``choices.StatedBy``): "" when the person said it,
-    # "confirmation" when they confirmed a guess, "correction" when a person rewrote it.
+    # "confirmation" when they confirmed a guess, "correction" when they rewrote it, and
+    # "support_confirmation" / "support_correction" when support did.
     stated_by = models.CharField(max_length=20, blank=True, default="")
     written_at = models.DateTimeField()
     confirmed_at = models.DateTimeField(null=True, blank=True)

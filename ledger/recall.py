@@ -247,7 +247,9 @@ def header_line(memory: Memory) -> str:
     elif memory.stated_by == StatedBy.SUPPORT_CONFIRMATION:
         basis = "a guess confirmed by support, not by the person"
     elif memory.stated_by == StatedBy.CORRECTION:
-        basis = "stated (corrected by a person)"
+        basis = "stated (corrected by the person)"
+    elif memory.stated_by == StatedBy.SUPPORT_CORRECTION:
+        basis = "corrected by support, not by the person"
     else:
         basis = "stated by the person"
     expiry = f"expires {_date(memory.expires_at)}" if memory.expires_at else "no expiry"

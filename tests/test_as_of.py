@@ -74,7 +74,7 @@ def test_after_the_correction_the_correction_is_in_use_and_not_the_wrong_one(
     block = block_of(page)
     assert RIGHT in block
     assert WRONG not in block
-    assert "corrected by a person" in block
+    assert "corrected by support, not by the person" in block
     # Nothing was recalled after the correction; run_153 read it two days before.
     assert "No agent recalled anything" in page
 

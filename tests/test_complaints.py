@@ -76,7 +76,7 @@ def test_without_a_phrase_the_most_recalled_come_first(
 @pytest.mark.parametrize(
     ("query", "words"),
     [
-        ({"subject": "acct_nobody"}, "No subject has the reference “acct_nobody”."),
+        ({"subject": "acct_nobody"}, "No subject has the reference or name “acct_nobody”."),
         ({"subject": MARCO, "start": "2027-02-30"}, "Enter a valid date."),
         ({"subject": MARCO, "end": "soon"}, "Enter a valid date."),
         ({"subject": MARCO, "end": "9999-12-31"}, "Choose a day between 1900 and 9998."),
@@ -99,7 +99,7 @@ def test_bad_input_is_refused_in_words(
 def test_the_empty_form_asks_for_a_subject(sam: User) -> None:
     response = signed_in(sam).get(URL)
     assert response.status_code == 200
-    assert "Subject reference" in response.content.decode()
+    assert "Subject (reference or name)" in response.content.decode()
 
 
 def test_an_htmx_request_gets_only_the_results(

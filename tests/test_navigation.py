@@ -49,7 +49,7 @@ def test_support_traces_a_memory_to_its_source_and_the_runs_that_read_it(
     memory = Memory.objects.get(statement="Prefers email.")
     html = signed_in("sam").get(f"/memories/{memory.pk}/history/").content.decode()
     assert "Where it came from" in html
-    assert "<code>m1</code> in run" in html
+    assert "<code>m1</code></a> in run" in html
     assert "Its reach" in html
     assert 'href="/runs/run_read_1/">run_read_1</a>, 3' in html
 
@@ -79,7 +79,7 @@ def test_the_staff_search_has_a_button_and_works_without_javascript(subject_with
     assert '<button type="submit">Search</button>' in html
     found = sam.get("/", {"q": SUBJECT[:8]}).content.decode()
     assert f'href="/subjects/{SUBJECT}/"' in found
-    assert "No subject matches" in sam.get("/", {"q": "nobody-like-this"}).content.decode()
+    assert "No memory matches" in sam.get("/", {"q": "nobody-like-this"}).content.decode()
 
 
 def test_the_staff_search_answers_htmx_with_only_the_results(subject_with_a_run) -> None:

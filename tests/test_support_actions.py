@@ -257,3 +257,24 @@ def test_the_person_keeps_one_without_a_reason(conflict: Conflict, dana: Client)
     assert conflict.status == Conflict.Status.RESOLVED
     other = conflict.memories.get(statement="Prefers a phone call.")
     assert last_reason(other) == ("user:dana", "Conflict resolved by the person.")
+
+
+def test_supports_correction_is_said_as_supports_and_belongs_to_no_run(
+    guess: Memory, sam: Client, dana: Client, agent: Any
+) -> None:
+    response = sam.post(
+        reverse("memory-edit", args=[guess.pk]),
+        {"statement": "Closed on Sundays only.", "reason": "He told us on the phone."},
+    )
+    assert response.status_code == 302
+    new = Memory.objects.get(statement="Closed on Sundays only.")
+    assert new.stated_by == "support_correction"
+    # A batch deletion of the agent's run must never take support's fix with it.
+    assert new.run is None
+    card = dana.get(PAGE).content.decode().split(f'id="memory-{new.pk}"')[1]
+    assert "Corrected by support" in card.split("</article>")[0]
+    export = dana.get(reverse("subject-export", args=[SUBJECT])).json()
+    exported = next(m for m in export["memories"] if m["id"] == str(new.pk))
+    assert exported["origin"] == {"how": "corrected", "who": "support"}
+    block = record_recall(agent=agent, result=recall(subject=new.subject, goal="", k=5)).block
+    assert "corrected by support, not by the person" in block

@@ -53,6 +53,11 @@ def correct_memory(
             basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
         else:
             basis = Memory.Basis.STATED
+        by_person = actor.user is not None and access.acts_for_person(actor.user, old.subject)
+        if by_agent:
+            stated_by = StatedBy.PERSON
+        else:
+            stated_by = StatedBy.CORRECTION if by_person else StatedBy.SUPPORT_CORRECTION
         pending = by_agent and policy.needs_corroboration(current, basis=basis, distinct_sources=1)
         keeps_no_expiry = old.expires_at is None and basis == Memory.Basis.STATED
         new = Memory(
@@ -62,7 +67,7 @@ def correct_memory(
             statement=statement,
             normalized=policy.normalize_statement(statement),
             basis=basis,
-            stated_by=StatedBy.PERSON if by_agent else StatedBy.CORRECTION,
+            stated_by=stated_by,
             status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
             written_at=now,
             confirmed_at=None if pending else now,
@@ -74,7 +79,9 @@ def correct_memory(
             review_at=policy.review_date_for(current, kind=old.kind, now=now),
             supersedes=old,
             agent=actor.agent,
-            run=old.run,
+            # A person's correction on the dashboard belongs to no agent run: selecting the
+            # run's writes (a batch deletion, say) must not take the fix with the mistake.
+            run=old.run if by_agent else None,
             # Only the person lifts their "don't use it": rewording the memory, as an
             # agent or support may, must not bring it back to the assistant.
             withheld=old.withheld,

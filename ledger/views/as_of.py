@@ -57,6 +57,7 @@ def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
         status = 400
     else:
         context["state"] = as_of(subject, at)
+        context["in_future"] = at > timezone.now()
         context["recalls"] = recalls_around(subject, at)
         context["picker"] = timezone.localtime(at).strftime("%Y-%m-%dT%H:%M")
     template = "ledger/as_of.html#result" if request.htmx else "ledger/as_of.html"

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actors import Actor
-from ledger.choices import StatedBy
+from ledger.choices import CORRECTIONS
 from ledger.models import Conflict, Memory, Policy, RecallItem, Subject
 from ledger.views.presenting import day, expiring_soon_days, origin, said_label
 
@@ -112,7 +112,7 @@ class CardContext:
         now: datetime | None = None,
     ) -> CardContext:
         memories = list(memories)
-        corrections = [str(m.pk) for m in memories if m.stated_by == StatedBy.CORRECTION]
+        corrections = [str(m.pk) for m in memories if m.stated_by in CORRECTIONS]
         corrected_by: dict[str, str] = {}
         if corrections:
             created = Memory.history.filter(id__in=corrections, history_type="+")

@@ -27,17 +27,25 @@ SHOWN = 100
 
 
 class ComplaintForm(forms.Form):
-    subject = forms.CharField(label="Subject reference", max_length=100)
+    subject = forms.CharField(label="Subject (reference or name)", max_length=200)
     start = DayField(label="From (day)", required=False)
     end = DayField(label="To (day, included)", required=False)
     phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
 
     def clean_subject(self) -> Subject:
-        ref = self.cleaned_data["subject"].strip()
-        subject = Subject.objects.filter(ref=ref).first()
-        if subject is None:
-            raise forms.ValidationError(f"No subject has the reference “{ref}”.")
-        return subject
+        """A subject's reference, or its name when exactly one subject has it."""
+        typed = self.cleaned_data["subject"].strip()
+        subject = Subject.objects.filter(ref=typed).first()
+        if subject is not None:
+            return subject
+        named = list(Subject.objects.filter(display_name__iexact=typed)[:2])
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise forms.ValidationError(
+                f"More than one subject is called “{typed}”: give the reference instead."
+            )
+        raise forms.ValidationError(f"No subject has the reference or name “{typed}”.")
 
     def clean(self) -> dict[str, object] | None:
         data = super().clean() or {}

@@ -17,7 +17,7 @@ from ledger import access
 from ledger.actions.conflicts import KEPT_IN_CONFLICT
 from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.actors import Actor
-from ledger.choices import StatedBy
+from ledger.choices import CORRECTIONS, StatedBy
 from ledger.dates import day as day  # re-exported: views format days with the presenters
 from ledger.models import Memory, Source
 
@@ -43,10 +43,12 @@ def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
         return "You confirmed this" if own else "Confirmed by the person"
     if memory.stated_by == StatedBy.SUPPORT_CONFIRMATION:
         return "Confirmed by support"
-    if memory.stated_by == StatedBy.CORRECTION:
+    if memory.stated_by in CORRECTIONS:
         if created_by_viewer:
             return "You corrected this"
-        return "Corrected by support" if own else "Corrected by a person"
+        if memory.stated_by == StatedBy.SUPPORT_CORRECTION:
+            return "Corrected by support"
+        return "Corrected by the person"
     return "You said this" if own else "The person said this"
 
 
@@ -126,14 +128,8 @@ class Names:
         return label or "someone unrecorded"
 
 
-STATUS_CHANGES: dict[str, str] = {
-    Memory.Status.ACTIVE: "In use",
-    Memory.Status.PENDING: "Waiting for confirmation",
-    Memory.Status.SUPERSEDED: "Replaced by a correction",
-    Memory.Status.RETRACTED: "Deleted",
-    Memory.Status.EXPIRED: "Expired",
-    Memory.Status.ERASED: "Erased",
-}
+# A status as a person reads it at the head of a line: "In use", "Deleted".
+STATUS_CHANGES: dict[str, str] = {status: status.label.capitalize() for status in Memory.Status}
 
 
 @dataclass(frozen=True)
@@ -158,7 +154,8 @@ STATED_BY_WORDS: dict[str, str] = {
     StatedBy.PERSON: "said by the person",
     StatedBy.CONFIRMATION: "confirmed by the person",
     StatedBy.SUPPORT_CONFIRMATION: "confirmed by support",
-    StatedBy.CORRECTION: "a correction",
+    StatedBy.CORRECTION: "a correction by the person",
+    StatedBy.SUPPORT_CORRECTION: "a correction by support",
 }
 
 # The fields a history page compares row to row, with how each value is said.

@@ -31,7 +31,8 @@ PAGE_SIZE = 50
 class Queue:
     name: str
     title: str
-    # What the count means, to follow the number: "3 conflicts to resolve".
+    # What the count means, to follow the number: "1 conflicting slot", "3 conflicting slots".
+    one: str
     counted: str
     empty: str
     # The column a row entered the queue by; the list is oldest first on it.
@@ -48,6 +49,7 @@ QUEUES = {
         Queue(
             "conflicts",
             "Conflicts to resolve",
+            "conflicting slot",
             "conflicting slots",
             "No open conflicts.",
             "opened_at",
@@ -55,6 +57,7 @@ QUEUES = {
         Queue(
             "pending",
             "Guesses waiting for confirmation",
+            "guess waiting",
             "guesses waiting",
             "No guesses are waiting for confirmation.",
             "written_at",
@@ -62,6 +65,7 @@ QUEUES = {
         Queue(
             "review",
             "Memories due for review",
+            "memory due for review",
             "memories due for review",
             "Nothing is due for review.",
             "review_at",
@@ -69,6 +73,7 @@ QUEUES = {
         Queue(
             "journal",
             "Actions whose outcome nobody knows",
+            "action to resolve",
             "actions to resolve",
             "Every journaled action has a known outcome.",
             "created_at",

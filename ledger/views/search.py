@@ -160,7 +160,8 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
         except BadCursor as error:
             context.update(errors=str(error))
             return render(request, "ledger/home.html", context, status=400)
-        shown = list(subjects[: SUBJECTS_SHOWN + 1])
+        # Filters narrow memories; only words can name a subject.
+        shown = list(subjects[: SUBJECTS_SHOWN + 1]) if query else []
         context.update(
             page=page,
             subjects=shown[:SUBJECTS_SHOWN],
