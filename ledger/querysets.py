@@ -40,6 +40,17 @@ if TYPE_CHECKING:
     )
 
 
+def _between(field: str, start: datetime | None, end: datetime | None) -> Q:
+    """``field`` at or after ``start`` and before ``end``: the half-open windows support asks
+    about (``ledger.dates.day_window``); an end left as None is open."""
+    window = Q()
+    if start is not None:
+        window &= Q(**{f"{field}__gte": start})
+    if end is not None:
+        window &= Q(**{f"{field}__lt": end})
+    return window
+
+
 class SubjectQuerySet(models.QuerySet["Subject"]):
     def visible_to(self, user: access.Person) -> SubjectQuerySet:
         return self.filter(access.visible_subjects(user))
@@ -99,12 +110,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
 
     def written_between(self, start: datetime | None, end: datetime | None) -> MemoryQuerySet:
         """Written at or after ``start`` and before ``end``; either may be left open."""
-        queryset = self
-        if start is not None:
-            queryset = queryset.filter(written_at__gte=start)
-        if end is not None:
-            queryset = queryset.filter(written_at__lt=end)
-        return queryset
+        return self.filter(_between("written_at", start, end))
 
     def in_open_conflict(self) -> MemoryQuerySet:
         return self.filter(pk__in=self.filter(conflicts__status=ConflictStatus.OPEN).values("pk"))
@@ -219,12 +225,7 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
 
     def recalled_between(self, start: datetime | None, end: datetime | None) -> RecallItemQuerySet:
         """Served by recalls made at or after ``start`` and before ``end`` (either open)."""
-        queryset = self
-        if start is not None:
-            queryset = queryset.filter(recall__recalled_at__gte=start)
-        if end is not None:
-            queryset = queryset.filter(recall__recalled_at__lt=end)
-        return queryset
+        return self.filter(_between("recall__recalled_at", start, end))
 
     def recalls_per_memory(self) -> models.QuerySet[Any, RecallsRow]:
         """One row per memory, most recalled first: ``memory_id``, ``recalls`` (how many

@@ -155,31 +155,44 @@ def test_a_bad_cursor_or_queue_is_refused_in_words(people: dict[str, User]) -> N
     assert sam.get("/queues/erasures/").status_code == 404
 
 
-@pytest.mark.parametrize("queue", ["pending", "journal"])
+@pytest.mark.parametrize("queue", ["pending", "journal", "conflicts", "review"])
 def test_a_queue_runs_the_same_queries_for_3_or_30_rows(
     people: dict[str, User],
     remember: Callable[..., Memory],
     journal: Callable[..., JournalEntry],
+    clock: Callable[[datetime], None],
     queue: str,
 ) -> None:
-    client = signed_in("sam")
-
     def add(numbers: range) -> None:
+        clock(START)
         for n in numbers:
             if queue == "pending":
                 remember(f"Might like colour {n}.", basis="inferred", key=f"c{n}")
-            else:
+            elif queue == "journal":
                 journal(f"refund-{n}", "unknown")
+            elif queue == "conflicts":
+                remember(f"Deliver before {n} am.", key=f"slot{n}")
+                remember(f"Deliver after {n} pm.", key=f"slot{n}")
+            else:
+                remember(f"Reads invoice {n} on paper.", kind="account_fact")
+        if queue == "review":
+            # Long enough after for every account fact to be due for review, none expired.
+            clock(START + timedelta(days=120))
 
     def count() -> int:
+        # Signed in at the moment the queue is read: the clock moves further than a session.
+        client = signed_in("sam")
         with CaptureQueriesContext(connection) as captured:
-            assert client.get(f"/queues/{queue}/").status_code == 200
+            response = client.get(f"/queues/{queue}/")
+        assert response.status_code == 200
         return len(captured)
 
     add(range(3))
     few = count()
     add(range(3, 30))
     assert count() == few
+    listed = signed_in("sam").get(f"/queues/{queue}/").content.decode()
+    assert f"30 {queues.QUEUES[queue].counted}, oldest first." in listed
 
 
 def test_the_staff_home_counts_each_queue(

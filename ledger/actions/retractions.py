@@ -10,6 +10,7 @@ only what nobody has touched since, and reports the rest.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -41,6 +42,17 @@ class Selection:
     agent: str = ""
     written_after: datetime | None = None
     written_before: datetime | None = None
+
+    @classmethod
+    def from_data(cls, data: Mapping[str, Any]) -> Selection:
+        """The criteria a form or an API request gave; any left out is not a criterion."""
+        return cls(
+            source_ref=data.get("source_ref") or "",
+            run=data.get("run") or "",
+            agent=data.get("agent") or "",
+            written_after=data.get("written_after"),
+            written_before=data.get("written_before"),
+        )
 
     def memories(self) -> MemoryQuerySet:
         """The memories it takes now; refused in words when it is empty or backwards."""

@@ -71,14 +71,7 @@ class RetractionRequestSerializer(StrictSerializer):
         return attrs
 
     def selection(self) -> Selection:
-        data = self.validated_data
-        return Selection(
-            source_ref=data.get("source_ref", ""),
-            run=data.get("run", ""),
-            agent=data.get("agent", ""),
-            written_after=data.get("written_after"),
-            written_before=data.get("written_before"),
-        )
+        return Selection.from_data(self.validated_data)
 
 
 class UndoRequestSerializer(StrictSerializer):

@@ -41,7 +41,7 @@ def parse_moment(text: str) -> datetime:
 @support_only
 @require_GET
 def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
-    subject = get_object_or_404(Subject, ref=ref)
+    subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
     typed = request.GET.get("at", "").strip()
     context: dict[str, object] = {
         "subject": subject,

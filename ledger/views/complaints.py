@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
 from django import forms
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -27,18 +29,24 @@ SHOWN = 100
 
 
 class ComplaintForm(forms.Form):
+    """What support knows of a complaint; ``subjects`` are the ones the viewer may see."""
+
     subject = forms.CharField(label="Subject (reference or name)", max_length=200)
     start = DayField(label="From (day)", required=False)
     end = DayField(label="To (day, included)", required=False)
     phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
 
+    def __init__(self, *args: Any, subjects: QuerySet[Subject], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.subjects = subjects
+
     def clean_subject(self) -> Subject:
         """A subject's reference, or its name when exactly one subject has it."""
         typed = self.cleaned_data["subject"].strip()
-        subject = Subject.objects.filter(ref=typed).first()
+        subject = self.subjects.filter(ref=typed).first()
         if subject is not None:
             return subject
-        named = list(Subject.objects.filter(display_name__iexact=typed)[:2])
+        named = list(self.subjects.filter(display_name__iexact=typed)[:2])
         if len(named) == 1:
             return named[0]
         if named:
@@ -98,7 +106,9 @@ def suspects(
 @require_GET
 def complaint_page(request: SignedInRequest) -> HttpResponse:
     asked = bool(request.GET)
-    form = ComplaintForm(request.GET if asked else None)
+    form = ComplaintForm(
+        request.GET if asked else None, subjects=Subject.objects.visible_to(request.user)
+    )
     context: dict[str, object] = {"form": form, "asked": asked, "shown": SHOWN}
     status = 200
     if asked and form.is_valid():

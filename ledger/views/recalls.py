@@ -7,6 +7,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from ledger import access
 from ledger.models import Recall
 from ledger.views.http import SignedInRequest, support_only
 
@@ -15,6 +16,7 @@ from ledger.views.http import SignedInRequest, support_only
 @require_GET
 def recall_page(request: SignedInRequest, pk: int) -> HttpResponse:
     """One recall: agent, run, turn, goal, time, the block verbatim and the memories served."""
-    recall = get_object_or_404(Recall.objects.select_related("agent", "run", "subject"), pk=pk)
+    recalls = Recall.objects.filter(access.visible_subjects(request.user, via="subject__"))
+    recall = get_object_or_404(recalls.select_related("agent", "run", "subject"), pk=pk)
     items = recall.items.select_related("memory").order_by("position")
     return render(request, "ledger/recall.html", {"recall": recall, "items": list(items)})

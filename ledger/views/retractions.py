@@ -69,14 +69,7 @@ class SelectionForm(forms.Form):
         return data
 
     def selection(self) -> Selection:
-        data = self.cleaned_data
-        return Selection(
-            source_ref=data["source_ref"],
-            run=data["run"],
-            agent=data["agent"],
-            written_after=data["written_after"],
-            written_before=data["written_before"],
-        )
+        return Selection.from_data(self.cleaned_data)
 
 
 class BatchForm(SelectionForm):
@@ -210,23 +203,12 @@ def _new_refused(
     # The selection itself was fine (only the reason or count erred): show it afresh.
     if not form.errors.keys() - {"reason", "expected"}:
         try:
-            preview = preview_retraction(_selection_of(form))
+            preview = preview_retraction(Selection.from_data(form.cleaned_data))
         except policy.Refusal:
             pass
         else:
             context.update(preview=preview, **_preview_words(preview))
     return render(request, NEW_TEMPLATE, context, status=status)
-
-
-def _selection_of(form: BatchForm) -> Selection:
-    data = form.cleaned_data
-    return Selection(
-        source_ref=data.get("source_ref", ""),
-        run=data.get("run", ""),
-        agent=data.get("agent", ""),
-        written_after=data.get("written_after"),
-        written_before=data.get("written_before"),
-    )
 
 
 def _batch_context(

@@ -20,6 +20,7 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
+from ledger import access
 from ledger.dates import day_window
 from ledger.models import LedgerEntry, Memory, Run, Source, Subject
 from ledger.views.forms import DayField
@@ -82,9 +83,9 @@ class SearchForm(forms.Form):
         return any(self.cleaned_data.get(name) for name in FILTERS)
 
 
-def _memories(form: SearchForm, now: datetime) -> Any:
+def _memories(form: SearchForm, now: datetime, viewer: access.Person) -> Any:
     data = form.cleaned_data
-    rows = Memory.objects.all()
+    rows = Memory.objects.visible_to(viewer)
     if data["q"]:
         rows = rows.found_by(data["q"])
     if data["kind"]:
@@ -145,13 +146,13 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
         "searched": searched,
         "filters_open": filters_open,
     }
-    subjects = Subject.objects.with_memory_counts()
+    subjects = Subject.objects.visible_to(request.user).with_memory_counts()
     if query:
         subjects = subjects.filter(Q(ref__icontains=query) | Q(display_name__icontains=query))
     if searched:
         try:
             page = keyset_page(
-                _memories(form, now),
+                _memories(form, now, request.user),
                 field="written_at",
                 cursor=form.cleaned_data["after"],
                 size=PAGE_SIZE,
@@ -212,7 +213,8 @@ def source(request: SignedInRequest, ref: str) -> HttpResponse:
     if not evidence:
         raise Http404("No message or tool result has this reference.")
     memories = (
-        Memory.objects.filter(pk__in=Source.objects.filter(ref=ref).values("memory_id"))
+        Memory.objects.visible_to(request.user)
+        .filter(pk__in=Source.objects.filter(ref=ref).values("memory_id"))
         .select_related("subject", "run", "agent")
         .prefetch_related(
             Prefetch("sources", Source.objects.filter(ref=ref).select_related("run").order_by("id"))
@@ -220,7 +222,8 @@ def source(request: SignedInRequest, ref: str) -> HttpResponse:
         .order_by("written_at", "id")[:SOURCE_ROWS]
     )
     entries = (
-        LedgerEntry.objects.filter(Q(source__ref=ref) | Q(promotion_source__ref=ref))
+        LedgerEntry.objects.visible_to(request.user)
+        .filter(Q(source__ref=ref) | Q(promotion_source__ref=ref))
         .select_related("subject", "run", "source")
         .order_by("recorded_at", "id")[:SOURCE_ROWS]
     )
