@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ledger import access
+from ledger.choices import ActorRole
+
 if TYPE_CHECKING:
     from django.contrib.auth.models import User
 
@@ -16,10 +19,16 @@ class Actor:
     label: str
     user: User | None = None
     agent: Agent | None = None
+    # ``choices.ActorRole``: the role the audit records beside every change, as it was then.
+    role: str = ActorRole.SYSTEM
 
     @classmethod
     def for_user(cls, user: User) -> Actor:
-        return cls(label=cls.label_for_user(user.get_username()), user=user)
+        return cls(
+            label=cls.label_for_user(user.get_username()),
+            user=user,
+            role=str(access.role_of(user) or ActorRole.PERSON),
+        )
 
     @staticmethod
     def label_for_user(username: str) -> str:
@@ -34,7 +43,7 @@ class Actor:
 
     @classmethod
     def for_agent(cls, agent: Agent) -> Actor:
-        return cls(label=f"agent:{agent.name}", agent=agent)
+        return cls(label=f"agent:{agent.name}", agent=agent, role=ActorRole.AGENT)
 
     @classmethod
     def system(cls, name: str) -> Actor:

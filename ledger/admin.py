@@ -73,8 +73,7 @@ class SubjectAdmin(ReadOnlyAdmin):
 
 @admin.register(models.Agent)
 class AgentAdmin(ReadOnlyAdmin):
-    list_display = ["name", "key_prefix", "scopes", "is_active", "created_at"]
-    exclude = ["key_hash"]
+    list_display = ["name", "scopes", "is_active", "created_at"]
 
 
 @admin.register(models.LedgerEntry)

@@ -60,6 +60,17 @@ class Scope(models.TextChoices):
     STAFF = "staff"
 
 
+class ActorRole(models.TextChoices):
+    """Who made a change, as the audit records it at the time: a person in their role then,
+    an agent, or the system (expiry, the command line)."""
+
+    PERSON = "user", "the person"
+    SUPPORT = "support", "support"
+    ADMIN = "admin", "an admin"
+    AGENT = "agent", "an agent"
+    SYSTEM = "system", "the system"
+
+
 class ConflictStatus(models.TextChoices):
     OPEN = "open"
     RESOLVED = "resolved"

@@ -17,6 +17,7 @@ from simple_history.models import HistoricalRecords
 
 from ledger import choices
 from ledger.querysets import (
+    AgentKeyQuerySet,
     ConflictQuerySet,
     JournalEntryQuerySet,
     LedgerEntryQuerySet,
@@ -29,9 +30,15 @@ from ledger.querysets import (
 
 
 class ActorHistory(models.Model):
-    """Extra columns on every history table: who acted, in words that survive the actor."""
+    """Extra columns on every history table: who acted, in words that survive the actor,
+    their role at the time, and the subject the change was about (for the audit's filters)."""
 
     history_actor = models.CharField(max_length=200, blank=True, default="")
+    history_role = models.CharField(
+        max_length=10, choices=choices.ActorRole.choices, blank=True, default=""
+    )
+    # A plain number, not a key: the audit of a subject outlives nothing it points at.
+    history_subject_id = models.BigIntegerField(null=True, blank=True, db_index=True)
 
     class Meta:
         abstract = True
@@ -76,16 +83,22 @@ class Subject(models.Model):
 
 
 class Agent(models.Model):
-    """A program holding an API key. Only a hash of the key is stored."""
+    """A program holding API keys (``AgentKey``). Revoked, every key it has stops at once.
+
+    An admin may restrict what its writes do, each with a reason (empty: not restricted):
+    pause them (refused), quarantine it (everything lands pending until a person
+    confirms), or distrust its stated memories (what it says a person said lands pending).
+    """
 
     Scope = choices.Scope
 
     name = models.CharField(max_length=100, unique=True)
-    key_prefix = models.CharField(max_length=16, unique=True)
-    key_hash = models.CharField(max_length=64)
     scopes = models.JSONField(default=list)
     is_active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    writes_paused_because = models.TextField(blank=True, default="")
+    quarantined_because = models.TextField(blank=True, default="")
+    stated_untrusted_because = models.TextField(blank=True, default="")
 
     history = tracked()
 
@@ -94,6 +107,46 @@ class Agent(models.Model):
 
     def has_scope(self, scope: str) -> bool:
         return self.is_active and scope in self.scopes
+
+    @property
+    def writes_paused(self) -> bool:
+        return bool(self.writes_paused_because)
+
+    @property
+    def quarantined(self) -> bool:
+        return bool(self.quarantined_because)
+
+    @property
+    def stated_untrusted(self) -> bool:
+        return bool(self.stated_untrusted_because)
+
+
+class AgentKey(models.Model):
+    """One API key of an agent. Only its hash is stored; the prefix finds the row.
+
+    A rotation gives the agent a new key and an end (``expires_at``) to the old one, so the
+    agent can switch over during the grace period; revoking the agent ends all of them.
+    """
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="keys")
+    prefix = models.CharField(max_length=16, unique=True)
+    hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # Usage, not a change: updated in place at most once a minute, outside the history.
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    history = tracked()
+    objects = AgentKeyQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.agent.name} ({self.prefix})"
+
+    def works_at(self, now: datetime) -> bool:
+        return self.agent.is_active and (self.expires_at is None or now < self.expires_at)
 
 
 class Run(models.Model):
@@ -186,6 +239,13 @@ class Memory(models.Model):
     supersedes = models.OneToOneField(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="superseded_by"
     )
+    # A revert: this memory puts back the words of the one named here (the memory a
+    # correction replaced, or the replacement a revert undid).
+    restores = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="restored_by"
+    )
+    # The policy version (``Policy.version``) in force when the write gate accepted it.
+    policy_version = models.PositiveIntegerField(null=True, blank=True)
     agent = models.ForeignKey(
         Agent, null=True, blank=True, on_delete=models.SET_NULL, related_name="memories"
     )
@@ -321,6 +381,8 @@ class Policy(models.Model):
     review_preference_days = models.PositiveIntegerField(default=180)
     review_account_fact_days = models.PositiveIntegerField(default=90)
     review_episode_days = models.PositiveIntegerField(default=60)
+    # One more on every change: each memory records the version that accepted it.
+    version = models.PositiveIntegerField(default=1)
 
     history = tracked()
 
@@ -643,6 +705,63 @@ class Erasure(models.Model):
 
     def __str__(self) -> str:
         return f"erasure by {self.erased_by} at {self.erased_at:%Y-%m-%d %H:%M}"
+
+
+class PersonChange(models.Model):
+    """One change to a person (their role, e-mail, subjects, access, password link). Append-only.
+
+    People are Django's users, which keep no history of their own; this is theirs, written
+    by ``ledger.actions.people`` in the same transaction as the change.
+    """
+
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="changes",
+    )
+    # Kept in words: the audit must still say who, should the person be deleted.
+    username = models.CharField(max_length=150)
+    field = models.CharField(max_length=40)
+    before = models.TextField(blank=True, default="")
+    after = models.TextField(blank=True, default="")
+    reason = models.TextField(blank=True, default="")
+    actor = models.CharField(max_length=200)
+    actor_role = models.CharField(max_length=10, choices=choices.ActorRole.choices)
+    changed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.username}: {self.field} {self.before} → {self.after}"
+
+
+class AuditSeal(models.Model):
+    """The hash chain over the audit: one seal per history row, in a chain per table.
+
+    Append-only. A seal holds a digest of the row's content and a hash over the previous
+    seal's hash, the row's skeleton (ids, actor, time, kind of change) and that digest;
+    ``ledger.audit_chain`` makes and checks them. Erasure blanks content but never a seal.
+    """
+
+    table = models.CharField(max_length=100)
+    row_id = models.BigIntegerField()
+    seq = models.BigIntegerField()
+    digest = models.CharField(max_length=64)
+    hash = models.CharField(max_length=64)
+    sealed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["table", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["table", "seq"], name="audit_seal_seq_once"),
+            models.UniqueConstraint(fields=["table", "row_id"], name="audit_seal_row_once"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.table}#{self.row_id} (seal {self.seq})"
 
 
 class RetractionBatch(models.Model):

@@ -30,7 +30,7 @@ from ledger.choices import (
 from ledger.dates import when
 
 if TYPE_CHECKING:
-    from ledger.models import LedgerEntry, Policy
+    from ledger.models import Agent, LedgerEntry, Policy
 
 # Characters that could end a line, reorder text or hide words when a statement is pasted
 # into a prompt or shown on a page: control characters, line and paragraph separators,
@@ -528,6 +528,29 @@ def refuse_without_reason(reason: str, *, why: str = "these memories are deleted
             "reason_required",
             f"Say why {why}: the reason is kept in each one's history.",
             400,
+        )
+
+
+# A rotated key's grace period: long enough to redeploy an agent, short enough to matter.
+GRACE_HOURS_MAX = 24 * 30
+
+
+def refuse_bad_grace(hours: int) -> None:
+    if not 0 <= hours <= GRACE_HOURS_MAX:
+        raise Refusal(
+            "grace_out_of_range",
+            f"The grace period is between 0 and {GRACE_HOURS_MAX} hours (30 days); "
+            f"{hours} is outside it.",
+            400,
+        )
+
+
+def refuse_if_revoked(agent: Agent) -> None:
+    if not agent.is_active:
+        raise Refusal(
+            "agent_revoked",
+            f"The agent '{agent.name}' is revoked; a revoked agent gets no new key.",
+            409,
         )
 
 

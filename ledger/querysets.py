@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     # QuerySet[...] parameters below are strings ruff does not count as uses.
     from ledger.models import (  # noqa: F401
         Agent,
+        AgentKey,
         Conflict,
         JournalEntry,
         LedgerEntry,
@@ -382,3 +383,11 @@ class RunQuerySet(models.QuerySet["Run"]):
     def of_agent(self, agent: Agent) -> RunQuerySet:
         """A run is the business of the agent that started it, and of nobody else's key."""
         return self.filter(agent=agent)
+
+
+class AgentKeyQuerySet(models.QuerySet["AgentKey"]):
+    def working_at(self, now: datetime) -> AgentKeyQuerySet:
+        """Keys that authenticate at ``now``: their agent not revoked, their grace not over."""
+        return self.filter(agent__is_active=True).filter(
+            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+        )

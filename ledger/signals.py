@@ -14,6 +14,8 @@ from django.db.models.signals import pre_delete, pre_save
 from django.dispatch import receiver
 from simple_history.signals import pre_create_historical_record
 
+from ledger.models import Source, Subject
+
 
 class UntrackedWrite(RuntimeError):
     """A tracked model was saved or deleted without going through ``ledger.actions``."""
@@ -34,6 +36,21 @@ def refuse_untracked_write(sender: Any, instance: Any, **kwargs: Any) -> None:
 @receiver(pre_create_historical_record)
 def stamp_actor(sender: Any, instance: Any, history_instance: Any, **kwargs: Any) -> None:
     history_instance.history_actor = instance._history_actor
+    history_instance.history_role = getattr(instance, "_history_role", "")
+    history_instance.history_subject_id = subject_of(instance)
+
+
+def subject_of(instance: Any) -> int | None:
+    """The subject a tracked row is about, for the audit's filter; None for agents, keys,
+    the policy and batches, which are about no one subject."""
+    if isinstance(instance, Subject):
+        return int(instance.pk)
+    if hasattr(instance, "subject_id"):
+        return instance.subject_id  # type: ignore[no-any-return]
+    if isinstance(instance, Source) and instance.memory_id is not None:
+        return instance.memory.subject_id
+    run = getattr(instance, "run", None)
+    return run.subject_id if run is not None else None
 
 
 def _is_tracked(model: type) -> bool:

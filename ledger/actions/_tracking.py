@@ -17,6 +17,7 @@ from ledger.actors import Actor
 def _stamp(instance: models.Model, actor: Actor, reason: str) -> None:
     # simple-history reads these attributes when it writes the history row.
     instance._history_actor = actor.label  # type: ignore[attr-defined]
+    instance._history_role = actor.role  # type: ignore[attr-defined]
     instance._history_user = actor.user  # type: ignore[attr-defined]
     instance._change_reason = reason  # type: ignore[attr-defined]
 

@@ -136,6 +136,7 @@ def _decide_and_write(
         confirmed_at=None if pending else now,
         expires_at=expiry.expires_at,
         review_at=policy.review_date_for(current, kind=data.kind, now=now),
+        policy_version=current.version,
         agent=agent,
         run=run_for(data.source.run, agent=agent, subject=subject),
     )

@@ -16,7 +16,7 @@ def change_policy(*, actor: Actor, reason: str, **changes: Any) -> Policy:
 
     The row is stored if a flushed database lost it, so its history starts here.
     """
-    settable = {field.name for field in Policy._meta.concrete_fields} - {"id"}
+    settable = {field.name for field in Policy._meta.concrete_fields} - {"id", "version"}
     unknown = set(changes) - settable
     if unknown:
         raise ValueError(f"not policy settings: {', '.join(sorted(unknown))}")
@@ -24,5 +24,5 @@ def change_policy(*, actor: Actor, reason: str, **changes: Any) -> Policy:
         policy = Policy.objects.select_for_update().filter(pk=1).first() or Policy(pk=1)
         for name, value in changes.items():
             setattr(policy, name, value)
-        save_tracked(policy, actor=actor, reason=reason)
+        save_tracked(policy, actor=actor, reason=reason, bump_version=True)
     return policy

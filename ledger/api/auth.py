@@ -7,12 +7,14 @@ import hmac
 from typing import TYPE_CHECKING
 
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
+from ledger.actions.agents import note_key_use
 from ledger.keys import hash_key, split_key
-from ledger.models import Agent, Run
+from ledger.models import Agent, AgentKey, Run
 
 if TYPE_CHECKING:
     # rest_framework.views loads this module through the REST framework's settings, and
@@ -45,12 +47,22 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         if scheme != self.keyword or not key.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <API key>'.")
         parts = split_key(key.strip())
-        agent = Agent.objects.filter(key_prefix=parts[0]).first() if parts else None
-        if agent is None or not hmac.compare_digest(agent.key_hash, hash_key(key.strip())):
+        row = (
+            AgentKey.objects.select_related("agent").filter(prefix=parts[0]).first()
+            if parts
+            else None
+        )
+        if row is None or not hmac.compare_digest(row.hash, hash_key(key.strip())):
             raise exceptions.AuthenticationFailed("This API key is not valid.")
-        if not agent.is_active:
+        if not row.agent.is_active:
             raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        return AgentPrincipal(agent), agent
+        now = timezone.now()
+        if not row.works_at(now):
+            raise exceptions.AuthenticationFailed(
+                "This API key was replaced by a rotation and its grace period is over."
+            )
+        note_key_use(row, now)
+        return AgentPrincipal(row.agent), row.agent
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
