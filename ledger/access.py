@@ -96,6 +96,12 @@ def may_grant_staff_scope(actor: Actor) -> bool:
     return actor.user is None or role_of(actor.user) == Role.ADMIN
 
 
+def may_administer(user: Person) -> bool:
+    """The admin's pages: the audit, reverting corrections, erasure review, the write
+    policy, agents and their keys, and people. Support and end users get a 404."""
+    return role_of(user) == Role.ADMIN
+
+
 def may_see_runs(user: Person) -> bool:
     """Runs are agents' working state across subjects: journals, notes, compactions."""
     return is_staff(user)

@@ -47,7 +47,7 @@ def subject_of(instance: Any) -> int | None:
         return int(instance.pk)
     if hasattr(instance, "subject_id"):
         return instance.subject_id  # type: ignore[no-any-return]
-    if isinstance(instance, Source) and instance.memory_id is not None:
+    if isinstance(instance, Source) and instance.memory is not None:
         return instance.memory.subject_id
     run = getattr(instance, "run", None)
     return run.subject_id if run is not None else None

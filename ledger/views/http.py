@@ -1,4 +1,4 @@
-"""The request a dashboard view is given, and the guard on support's pages.
+"""The request a dashboard view is given, and the guards on support's and admins' pages.
 
 Every view sits behind ``login_required``, so ``request.user`` is a person, never an
 anonymous one; saying so in the type spares each view a cast.
@@ -31,6 +31,20 @@ def support_only(
     @wraps(view)
     def guarded(request: SignedInRequest, *args: object, **kwargs: object) -> HttpResponse:
         if not access.may_use_support_tools(request.user):
+            raise Http404
+        return view(request, *args, **kwargs)
+
+    return login_required(guarded)
+
+
+def admin_only(
+    view: Callable[..., HttpResponse],
+) -> Callable[..., HttpResponse]:
+    """Signed in, and an admin; anyone else gets a 404, as ``support_only`` does."""
+
+    @wraps(view)
+    def guarded(request: SignedInRequest, *args: object, **kwargs: object) -> HttpResponse:
+        if not access.may_administer(request.user):
             raise Http404
         return view(request, *args, **kwargs)
 
