@@ -13,7 +13,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AnonymousUser, Group, Permission, User
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 if TYPE_CHECKING:
     from ledger.actors import Actor
@@ -30,14 +30,12 @@ class Role(StrEnum):
 
 STAFF_ROLES = (Role.SUPPORT, Role.ADMIN)
 
-# Admins read everything in the Django admin, manage people and change the write policy;
-# every other change goes through memoryadmin's own pages and API.
+# In the Django admin, admins only read (people, groups and every ledger model's view_*):
+# people, the policy and everything else change through memoryadmin's own pages, so the
+# admin role can never grant itself superuser or staff status, groups or a password there.
 ADMIN_CAN = [
     ("auth", "view_user"),
-    ("auth", "add_user"),
-    ("auth", "change_user"),
     ("auth", "view_group"),
-    ("ledger", "change_policy"),
 ]
 
 # Where a person's role is kept for the rest of the request once it has been looked up.
@@ -100,6 +98,14 @@ def may_administer(user: Person) -> bool:
     """The admin's pages: the audit, reverting corrections, erasure review, the write
     policy, agents and their keys, and people. Support and end users get a 404."""
     return role_of(user) == Role.ADMIN
+
+
+def may_revert(actor: Actor) -> bool:
+    """Reverting a correction overrules a person's or support's decision: an admin may, or
+    whoever runs the command line (a system actor); never an agent or support."""
+    if actor.agent is not None:
+        return False
+    return actor.user is None or may_administer(actor.user)
 
 
 def may_see_runs(user: Person) -> bool:
@@ -177,7 +183,12 @@ def forget_role(user: Person) -> None:
 
 
 def ensure_roles(**kwargs: Any) -> None:
-    """The staff groups and the admin's permissions, made after every ``migrate``."""
+    """The staff groups and the admin's permissions, made after every ``migrate``.
+
+    The admin group's permissions are *set*, not added to: an install that ran an older
+    migration gave admins ``auth.change_user`` (a way to make themselves superuser), and
+    the next ``migrate`` takes it away again.
+    """
     Group.objects.get_or_create(name=Role.SUPPORT)
     admin, _ = Group.objects.get_or_create(name=Role.ADMIN)
     views = Permission.objects.filter(
@@ -187,4 +198,18 @@ def ensure_roles(**kwargs: Any) -> None:
         content_type__app_label__in={app for app, _ in ADMIN_CAN},
         codename__in=[codename for _, codename in ADMIN_CAN],
     )
-    admin.permissions.add(*views, *named)
+    admin.permissions.set([*views, *named])
+
+
+def people_in_role(role: Role) -> Q:
+    """A filter on people for those whose role is ``role``, as ``role_of`` decides it (a
+    superuser is an admin; an admin who is also in the support group is an admin)."""
+    admins = Q(is_superuser=True) | Q(
+        Exists(Group.objects.filter(user=OuterRef("pk"), name=Role.ADMIN))
+    )
+    if role == Role.ADMIN:
+        return admins
+    support = Exists(Group.objects.filter(user=OuterRef("pk"), name=Role.SUPPORT))
+    if role == Role.SUPPORT:
+        return Q(support) & ~admins
+    return ~Q(support) & ~admins

@@ -1,44 +1,39 @@
-"""The Django admin is read-only for gated models: changes go through the write functions.
+"""The Django admin reads; it changes nothing.
 
-Only the write policy is editable here, and even that is saved with who and why.
+Every model here, people and groups included, is shown read-only, its values as text: the
+gated models change through the write functions, people on the People page, the policy on
+the policy page, and a superuser is made only on the command line. So the admin role,
+which holds only ``view_*`` permissions, has no route here to superuser or staff status,
+to a group, or to anyone's password; and neither does anyone else.
+
+Models with a history (``tracked()``) get simple-history's history pages, read-only too;
+models without one keep Django's own, which works for them.
 """
 
 from typing import TYPE_CHECKING, Any
 
-from django import forms
 from django.contrib import admin
-from django.contrib.auth.models import User
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
 
 from ledger import models
-from ledger.actions.policy import change_policy
-from ledger.actors import Actor
-from ledger.policy import KEY_PATTERN
+
+if TYPE_CHECKING:
+    ModelAdmin = admin.ModelAdmin[Any]
+    UserModelAdmin = UserAdmin[User]
+else:
+    # ModelAdmin takes no type argument at runtime.
+    ModelAdmin = admin.ModelAdmin
+    UserModelAdmin = UserAdmin
 
 
-# simple-history ships no types, so its admin is Any to the type checker.
-class NoHistoryRevert(SimpleHistoryAdmin):  # type: ignore[misc]
-    """simple-history's revert form saves a row behind the write functions: refuse it."""
+class ReadOnly(ModelAdmin):
+    """No add, change or delete for anyone, superusers included; every field as text."""
 
-    def history_form_view(
-        self,
-        request: HttpRequest,
-        object_id: str,
-        version_id: str,
-        extra_context: dict[str, Any] | None = None,
-    ) -> HttpResponse:
-        if request.method != "GET":
-            raise PermissionDenied("Changes go through memoryadmin's own pages and API.")
-        response: HttpResponse = super().history_form_view(
-            request, object_id, version_id, extra_context
-        )
-        return response
-
-
-class ReadOnlyAdmin(NoHistoryRevert):
     def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
@@ -48,9 +43,46 @@ class ReadOnlyAdmin(NoHistoryRevert):
     def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
 
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Model | None = None
+    ) -> list[str] | tuple[str, ...]:
+        # Django shows a change page as text when it cannot be changed, but simple-history's
+        # page of a past version renders the form itself: naming every field read-only
+        # makes that page text as well, not inputs that look editable and are not.
+        meta = self.model._meta
+        fields = [*meta.fields, *meta.many_to_many]
+        return [f.name for f in fields if f.editable and not f.auto_created]
+
+
+class ReadOnlyAdmin(ReadOnly):
+    """A model without a history: Django's own history page (its log) works for it."""
+
+
+# simple-history ships no types, so its admin is Any to the type checker.
+class TrackedReadOnlyAdmin(ReadOnly, SimpleHistoryAdmin):  # type: ignore[misc]
+    """A tracked model: its history with who (and in what role) and why, read-only."""
+
+    history_list_display = ["history_actor", "history_role"]
+
+    def history_form_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        version_id: str,
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        # simple-history's page of a past version would save a posted form behind the
+        # write functions (a "revert"): only reading it is allowed.
+        if request.method != "GET":
+            raise PermissionDenied("Changes go through memoryadmin's own pages and API.")
+        response: HttpResponse = super().history_form_view(
+            request, object_id, version_id, extra_context
+        )
+        return response
+
 
 @admin.register(models.Memory)
-class MemoryAdmin(ReadOnlyAdmin):
+class MemoryAdmin(TrackedReadOnlyAdmin):
     list_display = [
         "statement",
         "subject",
@@ -66,26 +98,40 @@ class MemoryAdmin(ReadOnlyAdmin):
 
 
 @admin.register(models.Subject)
-class SubjectAdmin(ReadOnlyAdmin):
+class SubjectAdmin(TrackedReadOnlyAdmin):
     list_display = ["ref", "display_name", "owner", "memory_paused"]
     search_fields = ["ref", "display_name"]
 
 
 @admin.register(models.Agent)
-class AgentAdmin(ReadOnlyAdmin):
+class AgentAdmin(TrackedReadOnlyAdmin):
     list_display = ["name", "scopes", "is_active", "created_at"]
 
 
 @admin.register(models.LedgerEntry)
-class LedgerEntryAdmin(ReadOnlyAdmin):
+class LedgerEntryAdmin(TrackedReadOnlyAdmin):
     list_display = ["fact", "subject", "kind", "status", "immutable", "expires_at"]
     list_filter = ["kind", "status"]
 
 
 @admin.register(models.JournalEntry)
-class JournalEntryAdmin(ReadOnlyAdmin):
+class JournalEntryAdmin(TrackedReadOnlyAdmin):
     list_display = ["action", "idempotency_key", "run", "state", "created_at"]
     list_filter = ["state"]
+
+
+@admin.register(models.RetractionBatch)
+class RetractionBatchAdmin(TrackedReadOnlyAdmin):
+    list_display = ["retracted_at", "retracted_by", "reason", "undone_at", "undone_by"]
+    list_filter = ["undone_at"]
+
+
+@admin.register(models.Policy)
+class PolicyAdmin(TrackedReadOnlyAdmin):
+    """Read here; changed, with a reason and its bounds explained, on the policy page
+    (``templates/admin/ledger/policy/change_form.html`` links to it)."""
+
+    list_display = ["__str__", "version"]
 
 
 @admin.register(models.WriteDecision)
@@ -94,78 +140,32 @@ class WriteDecisionAdmin(ReadOnlyAdmin):
     list_filter = ["outcome", "code"]
 
 
-@admin.register(models.RetractionBatch)
-class RetractionBatchAdmin(ReadOnlyAdmin):
-    list_display = ["retracted_at", "retracted_by", "reason", "undone_at", "undone_by"]
-    list_filter = ["undone_at"]
+# What the people admin shows. The password (its hash) is nobody's to read, and permissions
+# given to one person are never used: a role is a group.
+PERSON_SECTIONS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
+    (None, ("username", "first_name", "last_name", "email")),
+    ("Role and access", ("is_active", "is_staff", "is_superuser", "groups")),
+    ("Dates", ("last_login", "date_joined")),
+)
+
+admin.site.unregister(User)
+admin.site.unregister(Group)
 
 
-if TYPE_CHECKING:
-    PolicyModelForm = forms.ModelForm[models.Policy]
-else:
-    # ModelForm takes no type argument at runtime.
-    PolicyModelForm = forms.ModelForm
+@admin.register(User)
+class PersonAdmin(ReadOnly, UserModelAdmin):
+    """People, read-only: no add page, no change, no password page (403). They are
+    managed on the People page (``templates/admin/auth/user/change_form.html`` links to
+    it); a superuser only on the command line."""
+
+    fieldsets = tuple((title, {"fields": names}) for title, names in PERSON_SECTIONS)
+
+    def get_readonly_fields(
+        self, request: HttpRequest, obj: Model | None = None
+    ) -> list[str] | tuple[str, ...]:
+        return [name for _, names in PERSON_SECTIONS for name in names]
 
 
-class PolicyForm(PolicyModelForm):
-    """Bounds that keep every write computable: dates within reach, keys that are keys."""
-
-    LONGEST_DAYS = 36_500
-
-    class Meta:
-        model = models.Policy
-        fields = [
-            "ttl_preference_days",
-            "ttl_account_fact_days",
-            "ttl_episode_days",
-            "inferred_max_days",
-            "inferred_sources_required",
-            "system_of_record_keys",
-            "subject_active_cap",
-            "recall_cap",
-            "review_preference_days",
-            "review_account_fact_days",
-            "review_episode_days",
-        ]
-
-    def clean(self) -> dict[str, Any]:
-        # A ModelForm's clean() returns cleaned_data itself, which is never None.
-        super().clean()
-        data = self.cleaned_data
-        for name, value in list(data.items()):
-            if name.endswith("_days") and value is not None and value > self.LONGEST_DAYS:
-                self.add_error(name, f"At most {self.LONGEST_DAYS} days (a hundred years).")
-        return data
-
-    def clean_system_of_record_keys(self) -> list[str]:
-        keys = self.cleaned_data["system_of_record_keys"]
-        if not isinstance(keys, list) or not all(
-            isinstance(k, str) and KEY_PATTERN.match(k) for k in keys
-        ):
-            raise forms.ValidationError(
-                'A JSON list of slot keys, e.g. ["billing.address", "contact.email"].'
-            )
-        return keys
-
-
-@admin.register(models.Policy)
-class PolicyAdmin(NoHistoryRevert):
-    form = PolicyForm
-
-    def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
-        return False
-
-    def save_model(
-        self, request: HttpRequest, obj: models.Policy, form: PolicyForm, change: bool
-    ) -> None:
-        # The admin lets only a signed-in member of staff this far.
-        assert isinstance(request.user, User)
-        changed = ", ".join(form.changed_data) or "nothing"
-        change_policy(
-            actor=Actor.for_user(request.user),
-            reason=f"Policy changed in the admin: {changed}.",
-            **{name: form.cleaned_data[name] for name in form.changed_data},
-        )
+@admin.register(Group)
+class RoleGroupAdmin(ReadOnly, GroupAdmin):
+    """The role groups, read-only: a role is given on the People page."""

@@ -691,14 +691,29 @@ class Snapshot(models.Model):
 
 
 class Erasure(models.Model):
-    """The skeleton an erasure leaves: that it happened, when, by whom, and how much."""
+    """The skeleton an erasure leaves: that it happened, when, who asked, who carried it
+    out, and how many rows of each kind lost their content. Never any of the content."""
 
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="erasures")
     erased_by = models.CharField(max_length=200)
+    # The role of whoever carried it out, at the time (``choices.ActorRole``).
+    erased_by_role = models.CharField(
+        max_length=10, choices=choices.ActorRole.choices, blank=True, default=""
+    )
+    # Who asked: the person's own label when they erased on the dashboard; otherwise who
+    # asked and how, as the staff member who carried it out wrote it ("" before it was kept).
+    requested_by = models.CharField(max_length=200, blank=True, default="")
     erased_at = models.DateTimeField()
     memories = models.PositiveIntegerField(default=0)
     ledger_entries = models.PositiveIntegerField(default=0)
     sources = models.PositiveIntegerField(default=0)
+    journal_entries = models.PositiveIntegerField(default=0)
+    run_notes = models.PositiveIntegerField(default=0)
+    recalls = models.PositiveIntegerField(default=0)
+    snapshots = models.PositiveIntegerField(default=0)
+    # Earlier versions blanked in the history tables, and stored API responses deleted.
+    history_rows = models.PositiveIntegerField(default=0)
+    stored_responses = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-erased_at"]

@@ -68,6 +68,8 @@ class MemoryMove(StrEnum):
     # "True, but don't use it", and back: the memory keeps its status, agents lose it.
     WITHHOLD = "withhold"
     ALLOW = "allow"
+    # An admin undoes a correction: a copy of the memory it replaced supersedes it.
+    REVERT = "revert"
 
 
 MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
@@ -79,6 +81,7 @@ MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
         MemoryMove.EXPIRE,
         MemoryMove.WITHHOLD,
         MemoryMove.ALLOW,
+        MemoryMove.REVERT,
     ),
     # A guess is not used until confirmed anyway, so it is answered, not withheld; one that
     # inherited the person's "don't use" (an agent corrected a withheld memory) may be let go.
@@ -89,6 +92,7 @@ MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
         MemoryMove.RENEW,
         MemoryMove.EXPIRE,
         MemoryMove.ALLOW,
+        MemoryMove.REVERT,
     ),
     # An expired memory stays with the person, who may still fix it or give it a new life,
     # and say before renewing it that it must not be used.
@@ -98,6 +102,7 @@ MEMORY_MOVES: dict[str, tuple[MemoryMove, ...]] = {
         MemoryMove.RENEW,
         MemoryMove.WITHHOLD,
         MemoryMove.ALLOW,
+        MemoryMove.REVERT,
     ),
     # Only for the undo window, and only by the one who deleted it (``restore_memory``).
     MemoryStatus.RETRACTED: (MemoryMove.RESTORE,),
@@ -116,6 +121,7 @@ _MEMORY_REFUSALS = {
     MemoryMove.EXPIRE: ("not_expirable", "expired"),
     MemoryMove.WITHHOLD: ("not_withholdable", "withheld from the assistant"),
     MemoryMove.ALLOW: ("not_allowable", "allowed again"),
+    MemoryMove.REVERT: ("not_revertable", "reverted"),
 }
 
 
@@ -168,6 +174,45 @@ def undo_refusal(
             "The memory stays deleted.",
             409,
         )
+    return None
+
+
+def refuse_revert(*, is_correction: bool, status: str, restored_status: str) -> None:
+    """Whether a memory may be reverted: it must be a correction (or a revert), still the
+    current version of its slot, and the words it would put back must still exist.
+
+    ``status`` is the replacement's, ``restored_status`` that of the memory it replaced.
+    ``ledger.actions.reverts`` raises it on the locked rows; the page asks it too.
+    """
+    if not is_correction:
+        raise Refusal(
+            "not_a_correction",
+            "This memory is not a correction: only a memory that replaced another on the "
+            "dashboard, or a revert, can be reverted. Nothing was changed.",
+            409,
+        )
+    if MemoryStatus.ERASED in (status, restored_status):
+        raise Refusal(
+            "subject_erased",
+            "This subject was erased: no words are left to put back. Nothing was changed.",
+            409,
+        )
+    if not allows(status, MemoryMove.REVERT):
+        raise Refusal(
+            "not_current",
+            "This correction is no longer the current memory (it is now "
+            f"{MemoryStatus(status).label}): only the latest version can be reverted. "
+            "Nothing was changed.",
+            409,
+        )
+
+
+def revert_refusal(*, is_correction: bool, status: str, restored_status: str) -> Refusal | None:
+    """``refuse_revert`` as an answer, for a page deciding whether to offer the form."""
+    try:
+        refuse_revert(is_correction=is_correction, status=status, restored_status=restored_status)
+    except Refusal as refusal:
+        return refusal
     return None
 
 
@@ -531,6 +576,30 @@ def refuse_without_reason(reason: str, *, why: str = "these memories are deleted
         )
 
 
+# Who asked for an erasure, as staff record it: a line, not a story (it outlives the content).
+ERASURE_REQUEST_MAX = 200
+
+
+def checked_request(text: str) -> str:
+    """Who asked for an erasure and how, on one line; refused in words when it is too long
+    or holds an invisible character. Empty is allowed: the action does not know who asked."""
+    request = " ".join(text.split())
+    if len(request) > ERASURE_REQUEST_MAX:
+        raise Refusal(
+            "request_too_long",
+            f"Keep who asked to {ERASURE_REQUEST_MAX} characters (this is {len(request)}). "
+            "Nothing was erased.",
+            400,
+        )
+    if (found := forbidden_character(request)) is not None:
+        raise Refusal(
+            "request_invalid_character",
+            f"Who asked holds an invisible character ({found}): type it again. Nothing was erased.",
+            400,
+        )
+    return request
+
+
 # A rotated key's grace period: long enough to redeploy an agent, short enough to matter.
 GRACE_HOURS_MAX = 24 * 30
 
@@ -552,6 +621,212 @@ def refuse_if_revoked(agent: Agent) -> None:
             f"The agent '{agent.name}' is revoked; a revoked agent gets no new key.",
             409,
         )
+
+
+# Agents: their names, and the restrictions an admin puts on their writes.
+
+# Names appear in addresses (/agents/<name>/) and in history labels ("agent:<name>").
+AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
+
+
+def refuse_bad_agent_name(name: str) -> None:
+    if not AGENT_NAME_PATTERN.fullmatch(name):
+        raise Refusal(
+            "agent_name_invalid",
+            "An agent's name is 1 to 100 letters, digits, dots, dashes or underscores, "
+            "starting with a letter or a digit (such as crm-assistant).",
+            400,
+        )
+
+
+def refuse_taken_agent_name(name: str, *, taken: bool) -> None:
+    if taken:
+        raise Refusal(
+            "agent_name_taken",
+            f"An agent named '{name}' already exists. To give it a new key, rotate its key: "
+            "its old key keeps working for a grace period you choose, then stops.",
+            409,
+        )
+
+
+def refuse_without_scopes(scopes: list[str]) -> None:
+    if not scopes:
+        raise Refusal("scopes_required", "Choose at least one scope: read, write or staff.", 400)
+
+
+def refuse_stale_rotation(expected_newest: str | None, newest: str | None) -> None:
+    """A rotation asked for against keys that have changed since (the same form sent twice)."""
+    if expected_newest is not None and expected_newest != newest:
+        raise Refusal(
+            "keys_changed",
+            "This agent's keys changed since the page was shown (it was rotated again, "
+            "perhaps by this same form sent twice). Nothing was changed: check its keys, "
+            "and rotate again only if you still need a new key.",
+            409,
+        )
+
+
+def refuse_revoked_twice(agent: Agent) -> None:
+    if not agent.is_active:
+        raise Refusal(
+            "agent_revoked", f"The agent '{agent.name}' is already revoked; nothing changed.", 409
+        )
+
+
+class Restriction(StrEnum):
+    """What an admin may do to an agent's writes; each is kept as the admin's reason in the
+    agent's ``<name>_because`` field (empty: not restricted)."""
+
+    WRITES_PAUSED = "writes_paused"
+    QUARANTINED = "quarantined"
+    STATED_UNTRUSTED = "stated_untrusted"
+
+    @property
+    def field(self) -> str:
+        return f"{self.value}_because"
+
+    @property
+    def words(self) -> str:
+        return _RESTRICTION_WORDS[self]
+
+    @property
+    def code(self) -> str:
+        """The stable code a program reads in a decision the restriction changed."""
+        return f"agent_{self.value}"
+
+
+_RESTRICTION_WORDS = {
+    Restriction.WRITES_PAUSED: "writes paused",
+    Restriction.QUARANTINED: "quarantined",
+    Restriction.STATED_UNTRUSTED: "not trusted for stated memories",
+}
+
+# 423 Locked: the request may be fine; an admin holds this agent's writes until they lift
+# the restriction (a person's paused memory answers the same).
+RESTRICTED_STATUS = 423
+
+
+def restriction_reason(agent: Agent, restriction: Restriction) -> str:
+    """The admin's reason for ``restriction`` on ``agent``; empty when it is not on."""
+    reason: str = getattr(agent, restriction.field)
+    return reason
+
+
+def refuse_restriction_unchanged(agent: Agent, restriction: Restriction, *, on: bool) -> None:
+    """Putting on what is on, or lifting what is off, is a mistake worth saying."""
+    if bool(restriction_reason(agent, restriction)) != on:
+        return
+    if on:
+        detail = (
+            f"The agent '{agent.name}' is already {restriction.words} "
+            f"(reason: {_sentence(restriction_reason(agent, restriction))}) Nothing changed."
+        )
+    else:
+        detail = f"The agent '{agent.name}' is not {restriction.words}; nothing to lift."
+    raise Refusal("restriction_unchanged", detail, 409)
+
+
+class RestrictedRefusal(Refusal):
+    """A write refused because of a restriction an admin put on the agent, with their reason."""
+
+    def __init__(self, restriction: Restriction, because: str, detail: str) -> None:
+        super().__init__(restriction.code, detail, RESTRICTED_STATUS)
+        self.restriction = restriction
+        self.because = because
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why an agent's write lands pending whatever the rest of the policy says."""
+
+    restriction: Restriction
+    because: str
+    reason: str
+
+
+def _sentence(text: str) -> str:
+    text = " ".join(text.split())
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
+def refuse_paused_agent(agent: Agent | None) -> None:
+    """A paused agent's memory, ledger and new journal writes are refused; None is a person."""
+    if agent is None or not agent.writes_paused:
+        return
+    because = agent.writes_paused_because
+    raise RestrictedRefusal(
+        Restriction.WRITES_PAUSED,
+        because,
+        f"An admin paused this agent's writes: {_sentence(because)} Nothing was written; "
+        "writes work again once an admin lifts the pause.",
+    )
+
+
+def refuse_unheld_change(agent: Agent | None, *, what: str) -> None:
+    """A change that cannot wait for a person's confirmation (``what``: a deletion, a ledger
+    entry) is refused while the agent is paused or quarantined."""
+    refuse_paused_agent(agent)
+    if agent is None or not agent.quarantined:
+        return
+    because = agent.quarantined_because
+    raise RestrictedRefusal(
+        Restriction.QUARANTINED,
+        because,
+        f"An admin quarantined this agent: {_sentence(because)} Its memories wait for a "
+        f"person's confirmation, but {what} cannot wait, so it is refused. Nothing was written.",
+    )
+
+
+def hold_for(agent: Agent, *, basis: str, source_kind: str) -> Hold | None:
+    """Why this agent's memory write lands pending, or None: quarantined, everything it
+    writes; not trusted for stated memories, a statement it says came from the person."""
+    if agent.quarantined:
+        because = agent.quarantined_because
+        return Hold(
+            Restriction.QUARANTINED,
+            because,
+            f"Quarantined by an admin: {_sentence(because)} Everything this agent writes "
+            "waits for a person's confirmation before agents may use it.",
+        )
+    if agent.stated_untrusted and basis == Basis.STATED and source_kind == SourceKind.USER_MESSAGE:
+        because = agent.stated_untrusted_because
+        return Hold(
+            Restriction.STATED_UNTRUSTED,
+            because,
+            f"This agent is not trusted for what people said: {_sentence(because)} Its "
+            "report of the person's message is taken as its own claim, and waits for a "
+            "person's confirmation before agents may use it.",
+        )
+    return None
+
+
+def hold_for_repeat(*, writer: Agent | None) -> Hold | None:
+    """A pending memory a quarantined agent wrote waits for a person, whoever repeats it:
+    another agent's repeat is no confirmation of what a quarantined agent claimed."""
+    if writer is None or not writer.quarantined:
+        return None
+    because = writer.quarantined_because
+    return Hold(
+        Restriction.QUARANTINED,
+        because,
+        f"It was first written by '{writer.name}', which an admin quarantined: "
+        f"{_sentence(because)} Only a person's confirmation makes it active.",
+    )
+
+
+def refuse_untrusted_statement(agent: Agent | None, *, source_kind: str, what: str) -> None:
+    """Not trusted for stated memories: ``what`` (an established fact, an agreement) resting
+    on the person's message would be the agent's claim passed off as the person's word."""
+    if agent is None or not agent.stated_untrusted or source_kind != SourceKind.USER_MESSAGE:
+        return
+    because = agent.stated_untrusted_because
+    raise RestrictedRefusal(
+        Restriction.STATED_UNTRUSTED,
+        because,
+        f"An admin marked this agent not trusted for what people said: {_sentence(because)} "
+        f"{what} on the strength of the person's message is refused; record it as an "
+        "interpretation instead. Nothing was written.",
+    )
 
 
 def refuse_undone_twice(undone_at: datetime | None) -> None:
@@ -602,3 +877,375 @@ def checked_for_resolution(*, state: str, verification: str) -> str:
             400,
         )
     return checked
+
+
+# The write policy's settings (H6): one table for the admin's page, its form and
+# ``change_policy``, so that no route can store a value the writes cannot live with.
+
+# A hundred years: a longer life would give dates beyond what the pages can show.
+POLICY_DAYS_MAX = 36_500
+KEYS_SETTING = "system_of_record_keys"
+# The usual lives of the three kinds: a guess may not be given a longer one.
+LIFE_SETTINGS = ("ttl_preference_days", "ttl_account_fact_days", "ttl_episode_days")
+
+
+@dataclass(frozen=True)
+class PolicySetting:
+    """One setting: what the page says of it, and the values it may take (``low`` to
+    ``high`` of ``many``; for the system-of-record keys, how many keys the list holds)."""
+
+    name: str
+    label: str
+    meaning: str
+    one: str
+    many: str
+    low: int
+    high: int
+
+    def amount(self, count: int) -> str:
+        return f"{count} {self.one if count == 1 else self.many}"
+
+    @property
+    def bounds(self) -> str:
+        if self.low == 0:
+            return f"at most {self.amount(self.high)}"
+        return f"from {self.low} to {self.amount(self.high)}"
+
+
+def _days(name: str, label: str, meaning: str) -> PolicySetting:
+    return PolicySetting(name, label, meaning, "day", "days", 1, POLICY_DAYS_MAX)
+
+
+POLICY_SETTINGS: tuple[PolicySetting, ...] = (
+    _days(
+        "ttl_preference_days",
+        "Life of a preference",
+        "When an agent gives no expiry, a new preference (how the person likes things "
+        "done) expires after this many days.",
+    ),
+    _days(
+        "ttl_account_fact_days",
+        "Life of an account fact",
+        "When an agent gives no expiry, a new account fact (their plan, a setting of "
+        "their account) expires after this many days.",
+    ),
+    _days(
+        "ttl_episode_days",
+        "Life of an episode",
+        "When an agent gives no expiry, a new episode (something that happened) expires "
+        "after this many days.",
+    ),
+    _days(
+        "inferred_max_days",
+        "Longest life of a guess",
+        "A guess (a memory an agent inferred rather than heard) never lives longer than "
+        "this, whatever expiry the agent asks for. It may not be longer than the shortest "
+        "life above: a guess never outlives what a person said.",
+    ),
+    PolicySetting(
+        "inferred_sources_required",
+        "Sources a guess needs",
+        "A guess waits, unused, until this many independent sources back it (different "
+        "agents, or the person confirming it). 1 means a single source is enough.",
+        "source",
+        "sources",
+        1,
+        10,
+    ),
+    _days(
+        "review_preference_days",
+        "Review of a preference",
+        "The person is reminded to check a new preference this many days after it is written.",
+    ),
+    _days(
+        "review_account_fact_days",
+        "Review of an account fact",
+        "The person is reminded to check a new account fact this many days after it is written.",
+    ),
+    _days(
+        "review_episode_days",
+        "Review of an episode",
+        "The person is reminded to check a new episode this many days after it is written.",
+    ),
+    PolicySetting(
+        "subject_active_cap",
+        "Live memories per subject",
+        "The most memories in use or waiting for confirmation one subject may hold; a new "
+        "one beyond it is refused until some are deleted or expire.",
+        "memory",
+        "memories",
+        1,
+        10_000,
+    ),
+    PolicySetting(
+        "recall_cap",
+        "Memories per recall",
+        "The most memories an agent is given in one recall: the largest number it may ask for.",
+        "memory",
+        "memories",
+        1,
+        100,
+    ),
+    PolicySetting(
+        KEYS_SETTING,
+        "Slots another system owns",
+        "Slot keys whose truth lives in another system (billing, the customer database): an "
+        "agent's write to one of them is refused, so that it reads them from there. One "
+        "key per line, such as billing.address.",
+        "key",
+        "keys",
+        0,
+        100,
+    ),
+)
+POLICY_SETTING_NAMES = frozenset(setting.name for setting in POLICY_SETTINGS)
+
+
+def _shown(value: int) -> str:
+    # A number too long to read (or, past 4300 digits, to print) is not echoed back.
+    return str(value) if value.bit_length() <= 64 else "that number"
+
+
+def _number_problem(setting: PolicySetting, value: object) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return f"Give a whole number of {setting.many}."
+    if not setting.low <= value <= setting.high:
+        return f"Choose {setting.bounds}; {_shown(value)} is outside that."
+    return None
+
+
+def _keys_problem(setting: PolicySetting, value: object) -> str | None:
+    if not isinstance(value, list) or not all(isinstance(key, str) for key in value):
+        return "Give the slot keys, one per line."
+    if len(value) > setting.high:
+        return f"At most {setting.amount(setting.high)}; this is {len(value)}."
+    seen: set[str] = set()
+    for key in value:
+        if (found := forbidden_character(key)) is not None:
+            return f"A key holds an invisible character ({found}): type it again."
+        if not KEY_PATTERN.fullmatch(key):
+            return (
+                f"“{key[:50]}” is not a slot key: use lower-case letters, digits, dots, "
+                "dashes and underscores, starting with a letter or a digit, at most 100 "
+                "characters, such as billing.address."
+            )
+        if key in seen:
+            return f"“{key}” is listed twice."
+        seen.add(key)
+    return None
+
+
+def _guess_problem(numbers: Mapping[str, int]) -> str | None:
+    shortest = min(LIFE_SETTINGS, key=lambda name: numbers[name])
+    longest_guess = numbers["inferred_max_days"]
+    if longest_guess <= numbers[shortest]:
+        return None
+    label = next(s.label for s in POLICY_SETTINGS if s.name == shortest).lower()
+    return (
+        f"At most {numbers[shortest]} days, the {label}: a guess never outlives what a "
+        f"person said. {longest_guess} is longer."
+    )
+
+
+def policy_problems(values: Mapping[str, object]) -> dict[str, str]:
+    """What is wrong with a whole policy (a value for every setting), setting by setting,
+    in words to show beside each; empty when every value may be stored."""
+    problems: dict[str, str] = {}
+    for setting in POLICY_SETTINGS:
+        check = _keys_problem if setting.name == KEYS_SETTING else _number_problem
+        if (problem := check(setting, values.get(setting.name))) is not None:
+            problems[setting.name] = problem
+    if not problems.keys() & {*LIFE_SETTINGS, "inferred_max_days"}:
+        numbers = {name: value for name, value in values.items() if isinstance(value, int)}
+        if (problem := _guess_problem(numbers)) is not None:
+            problems["inferred_max_days"] = problem
+    return problems
+
+
+class PolicyRefusal(Refusal):
+    """Settings a policy change may not take: ``problems`` names each, with why."""
+
+    def __init__(self, problems: Mapping[str, str]) -> None:
+        labels = {setting.name: setting.label for setting in POLICY_SETTINGS}
+        detail = " ".join(f"{labels[name]} ({name}): {words}" for name, words in problems.items())
+        super().__init__("policy_out_of_bounds", f"{detail} Nothing was changed.", 400)
+        self.problems = dict(problems)
+
+
+def refuse_bad_policy(values: Mapping[str, object]) -> None:
+    if problems := policy_problems(values):
+        raise PolicyRefusal(problems)
+
+
+def refuse_unknown_settings(changes: Mapping[str, object]) -> None:
+    if unknown := sorted(changes.keys() - POLICY_SETTING_NAMES):
+        raise Refusal(
+            "policy_unknown_setting",
+            f"Not settings of the write policy: {', '.join(unknown)}. Nothing was changed.",
+            400,
+        )
+
+
+def refuse_policy_reason(reason: str) -> None:
+    """A policy change decides every write after it: it says why, in the policy's history."""
+    if not reason.strip():
+        raise Refusal(
+            "reason_required",
+            "Say why the policy changes: the reason is kept in its history, beside what changed.",
+            400,
+        )
+    if (found := forbidden_in_excerpt(reason)) is not None:
+        raise Refusal(
+            "reason_invalid_character",
+            f"The reason holds an invisible character ({found}): type it again.",
+            400,
+        )
+
+
+def refuse_stale_policy(expected: int | None, current: int) -> None:
+    """A change made on the page of an earlier version would silently undo the one since."""
+    if expected is not None and expected != current:
+        raise Refusal(
+            "policy_changed",
+            f"The policy changed while you were editing it: it is now version {current}, not "
+            f"{expected}. Check the values in force and submit again. Nothing was changed.",
+            409,
+        )
+
+
+def refuse_unchanged_policy(changed: Mapping[str, object]) -> None:
+    if not changed:
+        raise Refusal(
+            "policy_unchanged",
+            "Nothing to save: every setting already has the value you gave, so no new "
+            "version was made.",
+            400,
+        )
+
+
+# People: what the People page and the create_person command may change about a person.
+
+
+class PersonMove(StrEnum):
+    CHANGE_ROLE = "change_role"
+    LINK_SUBJECT = "link_subject"
+    UNLINK_SUBJECT = "unlink_subject"
+    DISABLE = "disable"
+    ENABLE = "enable"
+    SEND_PASSWORD_LINK = "send_password_link"
+
+
+@dataclass(frozen=True)
+class PersonFacts:
+    """What the rules about changing a person look at, read from the person beforehand."""
+
+    name: str
+    superuser: bool
+    # The person is the admin asking.
+    yourself: bool
+    active: bool
+    end_user: bool
+    has_email: bool
+
+
+def refuse_person_move(move: PersonMove, person: PersonFacts) -> None:
+    """Why ``move`` may not be made on ``person``, as a refusal; nothing when it may."""
+    if person.superuser:
+        raise Refusal(
+            "person_superuser",
+            f"{person.name} is a superuser: superusers are managed from the command line "
+            "only, never from a page. Nothing was changed.",
+            403,
+        )
+    if person.yourself and move in (PersonMove.CHANGE_ROLE, PersonMove.DISABLE):
+        raise Refusal(
+            "person_yourself",
+            "You cannot change your own role or disable yourself: ask another admin. "
+            "Nothing was changed.",
+            403,
+        )
+    if move == PersonMove.DISABLE and not person.active:
+        raise Refusal("person_disabled", f"{person.name} is already disabled.", 409)
+    if move == PersonMove.ENABLE and person.active:
+        raise Refusal("person_active", f"{person.name} can already sign in.", 409)
+    if move == PersonMove.LINK_SUBJECT and not person.end_user:
+        raise Refusal(
+            "person_not_end_user",
+            f"Only an end user owns a subject, and {person.name} is not one: make them an "
+            "end user first. Nothing was changed.",
+            409,
+        )
+    if move == PersonMove.SEND_PASSWORD_LINK and not person.active:
+        raise Refusal(
+            "person_disabled",
+            f"{person.name} is disabled: enable them first, or the password they set would "
+            "not let them in. Nothing was sent.",
+            409,
+        )
+    if move == PersonMove.SEND_PASSWORD_LINK and not person.has_email:
+        raise Refusal(
+            "person_without_email",
+            f"{person.name} has no e-mail address, so there is nowhere to send the link. "
+            "An address is set from the command line "
+            "(manage.py create_person NAME --update --email ADDRESS). Nothing was sent.",
+            409,
+        )
+
+
+def person_moves(person: PersonFacts) -> frozenset[PersonMove]:
+    """The moves the person page offers: the ones ``refuse_person_move`` lets through."""
+    allowed = set()
+    for move in PersonMove:
+        try:
+            refuse_person_move(move, person)
+        except Refusal:
+            continue
+        allowed.add(move)
+    return frozenset(allowed)
+
+
+# Addresses under /people/ that are pages, not people.
+RESERVED_USERNAMES = frozenset({"new"})
+
+
+def refuse_reserved_username(username: str) -> None:
+    if username.lower() in RESERVED_USERNAMES:
+        raise Refusal(
+            "username_reserved",
+            f"'{username}' is the address of a page: choose another username.",
+            400,
+        )
+
+
+def refuse_same_role(*, name: str, current: str, wanted: str) -> None:
+    if current == wanted:
+        raise Refusal("role_unchanged", f"{name} already has that role; nothing was changed.", 409)
+
+
+def refuse_subject_taken(*, subject_ref: str, owner: str, person: str) -> None:
+    """A subject has one owner: taking it from someone is two steps, each with a reason."""
+    if owner == person:
+        raise Refusal("subject_already_linked", f"{person} already owns {subject_ref}.", 409)
+    if owner:
+        raise Refusal(
+            "subject_taken",
+            f"The subject {subject_ref} belongs to {owner}. A subject has one owner: unlink "
+            f"it on {owner}'s page first, with a reason. Nothing was changed.",
+            409,
+        )
+
+
+def refuse_person_reason(reason: str) -> None:
+    """A change to a person says why, in their history."""
+    if not reason.strip():
+        raise Refusal(
+            "reason_required",
+            "Say why: the reason is kept in the person's history. Nothing was changed.",
+            400,
+        )
+    if (found := forbidden_in_excerpt(reason)) is not None:
+        raise Refusal(
+            "reason_invalid_character",
+            f"The reason holds an invisible character ({found}): type it again.",
+            400,
+        )

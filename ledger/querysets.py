@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorExact
 from django.db import connections, models
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ledger import access
 from ledger.choices import (
+    CORRECTIONS,
     Audience,
     ConflictStatus,
     JournalState,
@@ -170,6 +171,34 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             queryset = queryset.filter(written_at__lt=written_before)
         return queryset
 
+    def corrections(self) -> MemoryQuerySet:
+        """Memories that replaced another on the dashboard: a person's or support's
+        correction (``choices.CORRECTIONS``), or an admin's revert (``restores`` set). An
+        agent's correction through the API is a write like any other, and not one of them."""
+        return self.filter(supersedes__isnull=False).filter(
+            Q(stated_by__in=CORRECTIONS) | Q(restores__isnull=False)
+        )
+
+    def written_by(self, *, role: str = "", actor: str = "") -> MemoryQuerySet:
+        """First saved by someone then in ``role`` (``choices.ActorRole``) and, if given, by
+        the actor labelled ``actor`` (``user:sam``), as each memory's first history row says."""
+        first = self.model.history.filter(id=OuterRef("pk"), history_type="+")
+        if role:
+            first = first.filter(history_role=role)
+        if actor:
+            first = first.filter(history_actor=actor)
+        return self.filter(Exists(first))
+
+    def with_author(self) -> MemoryQuerySet:
+        """Who first saved each memory, from its first history row: ``author`` (the actor's
+        label), ``author_role`` (their role then) and ``author_reason`` (why)."""
+        first = self.model.history.filter(id=OuterRef("pk")).order_by("history_date", "history_id")
+        return self.annotate(
+            author=Subquery(first.values("history_actor")[:1]),
+            author_role=Subquery(first.values("history_role")[:1]),
+            author_reason=Subquery(first.values("history_change_reason")[:1]),
+        )
+
 
 # The text search configuration of recall, support's search and the GIN index in migration
 # 0003: the planner uses the index only for this exact expression, so change them together.
@@ -227,6 +256,14 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
     def recalled_between(self, start: datetime | None, end: datetime | None) -> RecallItemQuerySet:
         """Served by recalls made at or after ``start`` and before ``end`` (either open)."""
         return self.filter(_between("recall__recalled_at", start, end))
+
+    def served_since(self, moments: Mapping[uuid.UUID, datetime]) -> RecallItemQuerySet:
+        """Each memory named in ``moments`` as served by recalls made at or after its own
+        moment (a correction's original, since the correction was written), in one filter."""
+        since = Q(pk__in=[])
+        for memory_id, at in moments.items():
+            since |= Q(memory_id=memory_id, recall__recalled_at__gte=at)
+        return self.filter(since)
 
     def recalls_per_memory(self) -> models.QuerySet[Any, RecallsRow]:
         """One row per memory, most recalled first: ``memory_id``, ``recalls`` (how many

@@ -1,5 +1,5 @@
-"""Stamp every history row with the actor the write function named, and refuse a tracked
-row changed without one.
+"""Stamp every history row with the actor the write function named, refuse a tracked
+row changed without one, and seal the audit's new rows once their transaction commits.
 
 A tracked row that reaches ``save()`` or ``delete()`` without an actor was changed
 outside ``ledger.actions``: it is refused before anything is written, so a write that
@@ -10,11 +10,12 @@ finds those in the source.)
 
 from typing import Any
 
-from django.db.models.signals import pre_delete, pre_save
+from django.db.models.signals import post_save, pre_delete, pre_save
 from django.dispatch import receiver
-from simple_history.signals import pre_create_historical_record
+from simple_history.signals import post_create_historical_record, pre_create_historical_record
 
-from ledger.models import Source, Subject
+from ledger import audit_chain
+from ledger.models import PersonChange, Source, Subject
 
 
 class UntrackedWrite(RuntimeError):
@@ -38,6 +39,18 @@ def stamp_actor(sender: Any, instance: Any, history_instance: Any, **kwargs: Any
     history_instance.history_actor = instance._history_actor
     history_instance.history_role = getattr(instance, "_history_role", "")
     history_instance.history_subject_id = subject_of(instance)
+
+
+@receiver(post_create_historical_record)
+def seal_history(sender: Any, history_instance: Any, **kwargs: Any) -> None:
+    using = history_instance._state.db or "default"
+    audit_chain.seal_after_commit(history_instance._meta.db_table, using)
+
+
+@receiver(post_save, sender=PersonChange)
+def seal_person_change(sender: Any, instance: PersonChange, created: bool, **kwargs: Any) -> None:
+    if created:
+        audit_chain.seal_after_commit(PersonChange._meta.db_table, instance._state.db or "default")
 
 
 def subject_of(instance: Any) -> int | None:

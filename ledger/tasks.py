@@ -12,6 +12,7 @@ from smtplib import SMTPException
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from ledger import audit_chain
 from ledger.actions import expiry, reminders
 
 # Lost connections, deadlocks and mail-server trouble pass; retry soon, a few times, with
@@ -49,3 +50,9 @@ def send_reminders() -> dict[str, int]:
     memories = reminders.create_due_reminders()
     digests = reminders.send_digests()
     return {"memories_reminded": memories, "digests_sent": digests}
+
+
+@shared_task(name="ledger.tasks.seal_audit", **RETRY)  # type: ignore[untyped-decorator]
+def seal_audit() -> dict[str, int]:
+    """Seal the history rows no commit sealed (its sealer was busy, or it committed late)."""
+    return {"sealed": audit_chain.seal_pending()}

@@ -1,11 +1,14 @@
 from django.urls import path
 
 from ledger.views import (
+    agents,
     as_of,
     complaints,
+    corrections,
     history,
     home,
     memories,
+    people,
     queues,
     recalls,
     reminders,
@@ -16,6 +19,8 @@ from ledger.views import (
     subjects,
 )
 from ledger.views import ledger as ledger_views
+from ledger.views.audit import audit_export, audit_log
+from ledger.views.policy_page import policy_page
 from ledger.views.run_page import run_overview
 
 urlpatterns = [
@@ -57,4 +62,39 @@ urlpatterns = [
     path("retractions/new/", retractions.batch_new, name="retraction-new"),
     path("retractions/<uuid:pk>/", retractions.batch_page, name="retraction"),
     path("retractions/<uuid:pk>/undo/", retractions.batch_undo, name="retraction-undo"),
+    # Admin: the audit log (H1).
+    path("audit/", audit_log, name="audit"),
+    path("audit/export.csv", audit_export, name="audit-export"),
+    # Admin: corrections, reverts and erasures (H2).
+    path("audit/corrections/", corrections.corrections, name="audit-corrections"),
+    path("audit/corrections/<uuid:pk>/", corrections.correction, name="audit-correction"),
+    path(
+        "audit/corrections/<uuid:pk>/revert/",
+        corrections.correction_revert,
+        name="audit-correction-revert",
+    ),
+    path("audit/erasures/", corrections.erasures, name="audit-erasures"),
+    # Admin: agents and their keys (H4).
+    path("agents/", agents.agent_list, name="agents"),
+    path("agents/new/", agents.agent_new, name="agent-new"),
+    path("agents/<str:name>/", agents.agent_page, name="agent"),
+    path("agents/<str:name>/rotate/", agents.agent_rotate, name="agent-rotate"),
+    path("agents/<str:name>/revoke/", agents.agent_revoke, name="agent-revoke"),
+    path("agents/<str:name>/restrict/", agents.agent_restrict, name="agent-restrict"),
+    # Admin: people (H5).
+    path("people/", people.people, name="people"),
+    path("people/new/", people.person_new, name="person-new"),
+    path("people/<str:username>/", people.person_page, name="person"),
+    path("people/<str:username>/role/", people.person_role, name="person-role"),
+    path("people/<str:username>/subjects/", people.person_link, name="person-link"),
+    path("people/<str:username>/subjects/unlink/", people.person_unlink, name="person-unlink"),
+    path("people/<str:username>/disable/", people.person_disable, name="person-disable"),
+    path("people/<str:username>/enable/", people.person_enable, name="person-enable"),
+    path(
+        "people/<str:username>/set-password-link/",
+        people.person_password_link,
+        name="person-password-link",
+    ),
+    # Admin: the write policy (H6).
+    path("policy/", policy_page, name="policy"),
 ]

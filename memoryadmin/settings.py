@@ -257,6 +257,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_BROKER_DIR / "beat-schedule")
 # the next one will do the same work, so a backlog of stale runs never piles up.
 _EXPIRY_EVERY = env_int("MEMORYADMIN_EXPIRY_EVERY_SECONDS", 60)
 _REMINDERS_EVERY = env_int("MEMORYADMIN_REMINDERS_EVERY_SECONDS", 3600)
+_SEAL_EVERY = env_int("MEMORYADMIN_AUDIT_SEAL_EVERY_SECONDS", 60)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "expire-due": {
         "task": "ledger.tasks.expire_due",
@@ -267,6 +268,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "ledger.tasks.send_reminders",
         "schedule": _REMINDERS_EVERY,
         "options": {"expires": _REMINDERS_EVERY},
+    },
+    # The audit chain: seals what no commit's own sealer did (ledger.audit_chain).
+    "seal-audit": {
+        "task": "ledger.tasks.seal_audit",
+        "schedule": _SEAL_EVERY,
+        "options": {"expires": _SEAL_EVERY},
     },
 }
 

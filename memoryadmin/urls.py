@@ -8,6 +8,8 @@ from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from ledger.views.set_password import SetPasswordView
+
 
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico whatever a page links (the API docs, a JSON response):
@@ -38,6 +40,17 @@ urlpatterns = [
         "accounts/password/done/",
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
+    ),
+    # The link an admin sends from the People page; it works once.
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        SetPasswordView.as_view(),
+        name="password_reset_confirm",
+    ),
+    path(
+        "accounts/set-password/done/",
+        auth_views.PasswordResetCompleteView.as_view(title="Password set"),
+        name="password_reset_complete",
     ),
     path("favicon.ico", favicon, name="favicon"),
     path("", include("ledger.urls")),

@@ -89,7 +89,9 @@ def test_the_trace_shows_the_write_its_excerpt_and_the_gates_reasons(
     for decision in decisions:
         assert decision.reason in html.replace("&#x27;", "'")
         assert f">{decision.outcome}</span>" in html
-    assert "(under policy version 1, of " in html
+    # The version the change made, the number the memory records (1 is the shipped policy).
+    assert "(under policy version 2, of " in html
+    assert "Accepted under policy version 2." in html
 
 
 def test_a_write_before_any_policy_change_says_the_default_policy(

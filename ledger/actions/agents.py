@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
+from ledger.dates import when
 from ledger.keys import NewKey, new_key
 from ledger.models import Agent, AgentKey
 
-# The restrictions an admin may put on an agent's writes, by the field holding the reason.
-RESTRICTIONS = {
-    "writes_paused": "writes_paused_because",
-    "quarantined": "quarantined_because",
-    "stated_untrusted": "stated_untrusted_because",
-}
+
+@dataclass(frozen=True)
+class Rotation:
+    """A rotation's new key (shown once), and when the keys it replaced stop working."""
+
+    key: str
+    old_keys_end: datetime
+    replaced: int
 
 
 def create_agent(
@@ -27,24 +31,45 @@ def create_agent(
     """Create an agent and return it with its API key, which is never shown again.
 
     ``key`` is for a key chosen in advance (``ledger.keys.known_key``); by default a new
-    random one is made.
+    random one is made. A name already taken is refused in words that point to rotation.
     """
     unknown = set(scopes) - set(Agent.Scope.values)
     if unknown:
         raise ValueError(f"unknown scope(s): {', '.join(sorted(unknown))}")
     if Agent.Scope.STAFF in scopes and not access.may_grant_staff_scope(actor):
         raise ValueError("only an admin may grant the staff scope")
+    policy.refuse_without_scopes(scopes)
+    policy.refuse_bad_agent_name(name)
+    policy.refuse_taken_agent_name(name, taken=Agent.objects.filter(name=name).exists())
     key = key or new_key()
-    with transaction.atomic():
-        agent = Agent(name=name, scopes=sorted(scopes))
-        save_tracked(agent, actor=actor, reason=f"Agent created with scopes {', '.join(scopes)}.")
-        _add_key(agent, key, actor=actor, reason="First key.")
+    try:
+        with transaction.atomic():
+            agent = Agent(name=name, scopes=sorted(scopes))
+            save_tracked(
+                agent, actor=actor, reason=f"Agent created with scopes {', '.join(scopes)}."
+            )
+            _add_key(agent, key, actor=actor, reason="First key.")
+    except IntegrityError:
+        # Most likely another request created the same name between the check and the insert.
+        policy.refuse_taken_agent_name(name, taken=Agent.objects.filter(name=name).exists())
+        raise
     return agent, key.key
 
 
-def rotate_agent_key(*, agent: Agent, actor: Actor, grace_hours: int, reason: str) -> str:
+def rotate_agent_key(
+    *,
+    agent: Agent,
+    actor: Actor,
+    grace_hours: int,
+    reason: str,
+    expected_newest: str | None = None,
+) -> Rotation:
     """Give ``agent`` a new key and return it; its older keys keep working for
-    ``grace_hours`` (0: they stop at once), so the agent can switch over in between."""
+    ``grace_hours`` (0: they stop at once), so the agent can switch over in between.
+
+    ``expected_newest`` is the prefix of the newest key the admin saw: a form sent twice
+    must not rotate twice and cut short the key the first answer handed out.
+    """
     policy.refuse_bad_grace(grace_hours)
     policy.refuse_without_reason(reason, why="the key is rotated")
     now = timezone.now()
@@ -53,39 +78,57 @@ def rotate_agent_key(*, agent: Agent, actor: Actor, grace_hours: int, reason: st
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
         policy.refuse_if_revoked(locked)
-        for old in AgentKey.objects.filter(agent=locked).working_at(now):
+        newest = (
+            AgentKey.objects.filter(agent=locked)
+            .order_by("-created_at", "-id")
+            .values_list("prefix", flat=True)
+            .first()
+        )
+        policy.refuse_stale_rotation(expected_newest, newest)
+        replaced = list(AgentKey.objects.filter(agent=locked).working_at(now))
+        for old in replaced:
             old.expires_at = min(ends, old.expires_at) if old.expires_at else ends
             save_tracked(
                 old,
                 actor=actor,
-                reason=f"Rotated: works until {old.expires_at:%Y-%m-%d %H:%M} UTC. {reason}",
+                reason=f"Rotated: works until {when(old.expires_at)}. {reason.strip()}",
                 update_fields=["expires_at"],
             )
-        _add_key(locked, key, actor=actor, reason=f"Rotation. {reason}")
-    return key.key
+        _add_key(locked, key, actor=actor, reason=f"Rotation. {reason.strip()}")
+    return Rotation(key=key.key, old_keys_end=ends, replaced=len(replaced))
 
 
 def revoke_agent(*, agent: Agent, actor: Actor, reason: str) -> Agent:
     """Every key of ``agent`` stops working at once; its history stays."""
     policy.refuse_without_reason(reason, why="the agent is revoked")
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().get(pk=agent.pk)
+        policy.refuse_revoked_twice(locked)
+        locked.is_active = False
+        save_tracked(locked, actor=actor, reason=reason.strip(), update_fields=["is_active"])
     agent.is_active = False
-    save_tracked(agent, actor=actor, reason=reason, update_fields=["is_active"])
-    return agent
+    return locked
 
 
-def restrict_agent(*, agent: Agent, actor: Actor, restriction: str, on: bool, reason: str) -> Agent:
-    """Put one of ``RESTRICTIONS`` on ``agent``'s writes, or lift it; both need a reason,
-    which the write gate repeats in every decision the restriction changes."""
-    field = RESTRICTIONS.get(restriction)
-    if field is None:
-        raise ValueError(f"restriction must be one of {', '.join(RESTRICTIONS)}")
+def restrict_agent(
+    *, agent: Agent, actor: Actor, restriction: policy.Restriction, on: bool, reason: str
+) -> Agent:
+    """Put one of ``policy.Restriction`` on ``agent``'s writes, or lift it; both need a
+    reason, which the write gate repeats in every decision the restriction changes."""
     policy.refuse_without_reason(reason, why="the agent's writes change")
-    setattr(agent, field, reason.strip() if on else "")
-    verb = "on" if on else "lifted"
-    save_tracked(
-        agent, actor=actor, reason=f"{restriction} {verb}: {reason.strip()}", update_fields=[field]
-    )
-    return agent
+    reason = " ".join(reason.split())
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().get(pk=agent.pk)
+        policy.refuse_restriction_unchanged(locked, restriction, on=on)
+        setattr(locked, restriction.field, reason if on else "")
+        verb = "put on" if on else "lifted"
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=f"{restriction.words.capitalize()} {verb}: {reason}",
+            update_fields=[restriction.field],
+        )
+    return locked
 
 
 # Often enough to tell a live key from a dead one, rarely enough not to write on every call.

@@ -3,12 +3,16 @@ goes, from the live rows and from their history, and a skeleton of what happened
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from ledger import access, policy
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import (
@@ -18,6 +22,7 @@ from ledger.models import (
     LedgerEntry,
     Memory,
     Recall,
+    Run,
     RunNote,
     Snapshot,
     Source,
@@ -29,16 +34,69 @@ ERASED_REASON = "Erased at the person's request."
 REASON_REMOVED = "Reason removed by an erasure."
 # Source.ref may not be empty; an erased source keeps only this placeholder.
 ERASED_REF = "erased"
+# Every history row an erasure reached carries one of these reasons afterwards.
+ERASURE_REASONS = (ERASED_REASON, REASON_REMOVED)
 
 
-def erase_subject(*, subject: Subject, actor: Actor, pause: bool = False) -> Erasure:
+@dataclass(frozen=True)
+class Erasable:
+    """What an erasure blanks in one tracked model (live rows and history alike), and which
+    of its history rows it reaches for some subjects (a list of ids or a subquery)."""
+
+    blank: dict[str, Any]
+    reach: Callable[[Any], Q]
+
+
+def _sources_about(subjects: Any) -> Q:
+    """A memory's evidence, a ledger entry's sources, and what a run about them received."""
+    return (
+        Q(memory__subject__in=subjects)
+        | Q(ledger_entries__subject__in=subjects)
+        | Q(promotions__subject__in=subjects)
+        | Q(memory__isnull=True, run__subject__in=subjects)
+    )
+
+
+def _by_run(subjects: Any) -> Q:
+    # By run, not by the rows alive now: a note deleted earlier still has its versions.
+    return Q(run_id__in=Run.objects.filter(subject__in=subjects).values("pk"))
+
+
+# The one list of what erasure removes: ``erase_subject`` blanks it, and the audit chain's
+# verifier (``ledger.audit_chain``) accepts a history row whose sealed content differs
+# only in exactly this shape.
+ERASABLE: dict[type[models.Model], Erasable] = {
+    Memory: Erasable({"statement": "", "normalized": ""}, lambda s: Q(subject_id__in=s)),
+    LedgerEntry: Erasable({"fact": ""}, lambda s: Q(subject_id__in=s)),
+    Source: Erasable(
+        {"excerpt": "", "ref": ERASED_REF},
+        lambda s: Q(id__in=Source.objects.filter(_sources_about(s)).values("pk")),
+    ),
+    JournalEntry: Erasable({"intent": {}, "effect": None, "verification": None}, _by_run),
+    RunNote: Erasable({"value": ""}, _by_run),
+    Subject: Erasable({"display_name": ""}, lambda s: Q(id__in=s)),
+}
+
+
+def erase_subject(
+    *, subject: Subject, actor: Actor, pause: bool = False, requested_by: str = ""
+) -> Erasure:
     """Remove every statement, fact and excerpt about ``subject``, live and in history.
 
     What is left is a skeleton: rows with their dates, statuses and actors, and one
-    ``Erasure`` row saying it happened, when, by whom and how much. The subject's ``ref``
-    (an opaque account id) and its owner stay so the person can still sign in and see that
-    the erasure happened; its display name is personal and goes.
+    ``Erasure`` row saying it happened, when, who asked, who carried it out and how many
+    rows of each kind were blanked. The subject's ``ref`` (an opaque account id) and its
+    owner stay so the person can still sign in and see that the erasure happened; its
+    display name is personal and goes.
+
+    ``requested_by`` is who asked and how, in the words of staff carrying it out for
+    someone (the person by phone, say); the person erasing for themselves asked, whatever
+    it says.
     """
+    if actor.user is not None and access.acts_for_person(actor.user, subject):
+        requested_by = actor.label
+    else:
+        requested_by = policy.checked_request(requested_by)
     now = timezone.now()
     with transaction.atomic():
         # Locked first: the write gate locks the same row, so no write can slip in between.
@@ -46,12 +104,7 @@ def erase_subject(*, subject: Subject, actor: Actor, pause: bool = False) -> Era
         memories = list(Memory.objects.select_for_update().filter(subject=locked))
         entries = list(LedgerEntry.objects.select_for_update().filter(subject=locked))
         source_ids = (
-            Source.objects.filter(
-                Q(memory__subject=locked)
-                | Q(ledger_entries__subject=locked)
-                | Q(promotions__subject=locked)
-                | Q(memory__isnull=True, run__subject=locked)
-            )
+            Source.objects.filter(_sources_about([locked.pk]))
             .values_list("pk", flat=True)
             .distinct()
         )
@@ -62,40 +115,22 @@ def erase_subject(*, subject: Subject, actor: Actor, pause: bool = False) -> Era
         notes = list(RunNote.objects.select_for_update(of=("self",)).filter(run__subject=locked))
 
         for memory in memories:
-            memory.statement = ""
-            memory.normalized = ""
-            fields = ["statement", "normalized"]
+            fields = _blank(memory)
             if memory.status != Memory.Status.ERASED:
                 memory.status = Memory.Status.ERASED
                 memory.status_changed_at = now
                 fields += ["status", "status_changed_at"]
             save_tracked(memory, actor=actor, reason=ERASED_REASON, update_fields=fields)
         for entry in entries:
-            entry.fact = ""
+            fields = _blank(entry)
             entry.status = LedgerEntry.Status.ERASED
-            save_tracked(entry, actor=actor, reason=ERASED_REASON, update_fields=["fact", "status"])
-        for source in sources:
-            source.excerpt = ""
-            source.ref = ERASED_REF
             save_tracked(
-                source, actor=actor, reason=ERASED_REASON, update_fields=["excerpt", "ref"]
+                entry, actor=actor, reason=ERASED_REASON, update_fields=[*fields, "status"]
             )
-        for item in journal:
-            item.intent = {}
-            item.effect = None
-            item.verification = None
-            save_tracked(
-                item,
-                actor=actor,
-                reason=ERASED_REASON,
-                update_fields=["intent", "effect", "verification"],
-            )
-        for note in notes:
-            note.value = ""
-            save_tracked(note, actor=actor, reason=ERASED_REASON, update_fields=["value"])
+        for row in [*sources, *journal, *notes]:
+            save_tracked(row, actor=actor, reason=ERASED_REASON, update_fields=_blank(row))
 
-        locked.display_name = ""
-        fields = ["display_name"]
+        fields = _blank(locked)
         if pause:
             locked.memory_paused = True
             fields.append("memory_paused")
@@ -104,40 +139,49 @@ def erase_subject(*, subject: Subject, actor: Actor, pause: bool = False) -> Era
         # History rows are not themselves tracked, and erasure is the one change that must
         # reach into them: a raw update is right here (and only here). Every earlier version
         # loses its text and its free-text reason; dates, statuses and actors stay.
-        _blank_history(Memory, {"subject_id": locked.pk}, statement="", normalized="")
-        _blank_history(LedgerEntry, {"subject_id": locked.pk}, fact="")
-        _blank_history(Source, {"id__in": [s.pk for s in sources]}, excerpt="", ref=ERASED_REF)
-        # By run, not by the rows alive now: a note deleted earlier still has its versions.
-        runs = list(locked.runs.values_list("pk", flat=True))
-        _blank_history(
-            JournalEntry,
-            {"run_id__in": runs},
-            intent={},
-            effect=None,
-            verification=None,
+        history_rows = sum(
+            _blank_history(model, erasable.reach([locked.pk]), erasable.blank)
+            for model, erasable in ERASABLE.items()
         )
-        _blank_history(RunNote, {"run_id__in": runs}, value="")
-        Subject.history.filter(id=locked.pk).update(display_name="")
 
         # Recalls and snapshots keep no history of their own: blank the copies they hold.
-        Recall.objects.filter(subject=locked).update(block="", goal="")
-        Snapshot.objects.filter(run__subject=locked).update(
+        recalls = Recall.objects.filter(subject=locked).update(block="", goal="")
+        snapshots = Snapshot.objects.filter(run__subject=locked).update(
             document={}, pinned=[], narrative="", problems=[]
         )
         # Stored API responses repeat the statements; a retry after an erasure writes anew.
-        IdempotencyRecord.objects.filter(subject=locked).delete()
+        stored_responses, _ = IdempotencyRecord.objects.filter(subject=locked).delete()
 
         return Erasure.objects.create(
             subject=locked,
             erased_by=actor.label,
+            erased_by_role=actor.role,
+            requested_by=requested_by,
             erased_at=now,
             memories=len(memories),
             ledger_entries=len(entries),
             sources=len(sources),
+            journal_entries=len(journal),
+            run_notes=len(notes),
+            recalls=recalls,
+            snapshots=snapshots,
+            history_rows=history_rows,
+            stored_responses=stored_responses,
         )
 
 
-def _blank_history(model: type[models.Model], where: dict[str, Any], **blank: Any) -> None:
-    rows = model.history.filter(**where)  # type: ignore[attr-defined]
-    rows.update(**blank)
+def _blank(row: models.Model) -> list[str]:
+    """Blank what erasure removes from a live row; the fields to save."""
+    blank = ERASABLE[type(row)].blank
+    for field, value in blank.items():
+        # A copy: the mapping's empty dicts must never be shared with (and changed by) a row.
+        setattr(row, field, copy.deepcopy(value))
+    return list(blank)
+
+
+def _blank_history(model: type[models.Model], where: Q, blank: dict[str, Any]) -> int:
+    """Blank ``blank`` in every history row of ``model`` matching ``where``; how many."""
+    rows = model.history.filter(where)  # type: ignore[attr-defined]
+    count: int = rows.update(**blank)
     rows.exclude(history_change_reason=ERASED_REASON).update(history_change_reason=REASON_REMOVED)
+    return count

@@ -1,15 +1,18 @@
 """The write gate: every memory an agent writes is decided here, and the decision recorded.
 
-``write_memory`` refuses what the policy refuses (a system-of-record key, a paused
-subject, a full subject), merges a repeat into the memory it repeats as evidence, holds
-a single-source guess as pending, and opens a conflict when a slot's statements
-disagree. Every outcome, refusals included, leaves one ``WriteDecision`` saying why.
+``write_memory`` refuses what the policy refuses (an agent whose writes an admin paused,
+a system-of-record key, a paused subject, a full subject), merges a repeat into the
+memory it repeats as evidence, holds a single-source guess as pending, holds whatever a
+quarantined agent writes (and a statement from an agent not trusted for them) as pending,
+and opens a conflict when a slot's statements disagree. Every outcome, refusals included,
+leaves one ``WriteDecision`` saying why, naming the admin's restriction when one applied.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -46,6 +49,9 @@ class GateResult:
     expires_capped: bool = False
     code: str = ""
     status: int = 201
+    # The admin's restriction on the agent that decided this outcome, and their reason.
+    restriction: policy.Restriction | None = None
+    restricted_because: str = ""
 
     @property
     def refused(self) -> bool:
@@ -62,11 +68,14 @@ def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
             with transaction.atomic():
                 result = _decide_and_write(actor=actor, agent=agent, data=data, now=now)
         except policy.Refusal as refusal:
+            restricted = refusal if isinstance(refusal, policy.RestrictedRefusal) else None
             result = GateResult(
                 outcome=WriteDecision.Outcome.REFUSED,
                 reason=refusal.detail,
                 code=refusal.code,
                 status=refusal.status,
+                restriction=restricted.restriction if restricted else None,
+                restricted_because=restricted.because if restricted else "",
             )
         WriteDecision.objects.create(
             agent=agent,
@@ -104,15 +113,25 @@ def _lock_subject(ref: str, actor: Actor) -> Subject:
 def _decide_and_write(
     *, actor: Actor, agent: Agent, data: MemoryInput, now: datetime
 ) -> GateResult:
+    policy.refuse_paused_agent(agent)
     current = Policy.current()
     policy.refuse_system_of_record(current, data.key)
     subject = _lock_subject(data.subject, actor)
     policy.refuse_if_paused(subject.memory_paused)
 
     normalized = policy.normalize_statement(data.statement)
-    duplicate = Memory.objects.for_subject(subject).live().filter(normalized=normalized).first()
+    hold = policy.hold_for(agent, basis=data.basis, source_kind=data.source.kind)
+    duplicate = (
+        Memory.objects.for_subject(subject)
+        .live()
+        .filter(normalized=normalized)
+        .select_related("agent")
+        .first()
+    )
     if duplicate is not None:
-        return _merge_evidence(actor=actor, agent=agent, memory=duplicate, data=data, now=now)
+        return _merge_evidence(
+            actor=actor, agent=agent, memory=duplicate, data=data, now=now, hold=hold
+        )
     policy.refuse_over_cap(current, Memory.objects.for_subject(subject).live().count())
 
     expiry = policy.expiry_for(
@@ -123,7 +142,9 @@ def _decide_and_write(
         requested=data.expires_at,
         omitted=data.expires_omitted,
     )
-    pending = policy.needs_corroboration(current, basis=data.basis, distinct_sources=1)
+    pending = hold is not None or policy.needs_corroboration(
+        current, basis=data.basis, distinct_sources=1
+    )
     memory = Memory(
         subject=subject,
         kind=data.kind,
@@ -140,7 +161,9 @@ def _decide_and_write(
         agent=agent,
         run=run_for(data.source.run, agent=agent, subject=subject),
     )
-    if pending:
+    if hold is not None:
+        reason = hold.reason
+    elif pending:
         reason = (
             f"Inferred from one source; the policy asks for "
             f"{current.inferred_sources_required} independent sources or a person's "
@@ -169,17 +192,49 @@ def _decide_and_write(
         reason=reason,
         memory=memory,
         expires_capped=expiry.capped,
+        **_held(hold),
     )
 
 
+def _held(hold: policy.Hold | None) -> dict[str, Any]:
+    """What a result says of the restriction that held a write pending."""
+    if hold is None:
+        return {}
+    return {
+        "code": hold.restriction.code,
+        "restriction": hold.restriction,
+        "restricted_because": hold.because,
+    }
+
+
 def _merge_evidence(
-    *, actor: Actor, agent: Agent, memory: Memory, data: MemoryInput, now: datetime
+    *,
+    actor: Actor,
+    agent: Agent,
+    memory: Memory,
+    data: MemoryInput,
+    now: datetime,
+    hold: policy.Hold | None,
 ) -> GateResult:
-    """A write that repeats a live memory adds its source as evidence, not a new row."""
+    """A write that repeats a live memory adds its source as evidence, not a new row.
+
+    A held write (``hold``) never makes a pending memory active, nor does anyone's repeat of
+    what a quarantined agent wrote: only a person's confirmation does.
+    """
     add_source(
         data=data.source, agent=agent, subject=memory.subject, now=now, actor=actor, memory=memory
     )
     reason = "Same statement as a live memory: the source was added as evidence."
+    if memory.status == Memory.Status.PENDING:
+        hold = hold or policy.hold_for_repeat(writer=memory.agent)
+        if hold is not None:
+            return GateResult(
+                outcome=WriteDecision.Outcome.MERGED,
+                reason=f"{reason} It stays pending. {hold.reason}",
+                memory=memory,
+                status=200,
+                **_held(hold),
+            )
     distinct = memory.sources.values("kind", "ref").distinct().count()
     if memory.status == Memory.Status.PENDING and not policy.needs_corroboration(
         Policy.current(), basis=memory.basis, distinct_sources=distinct

@@ -21,6 +21,7 @@ from ledger.policy import (
     Refusal,
     checked_for_resolution,
     refuse_journal_move,
+    refuse_paused_agent,
     stale_intent_cutoff,
 )
 
@@ -46,6 +47,9 @@ def journal_intent(
     existing = JournalEntry.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
     if existing is not None:
         return IntentResult(existing, created=False)
+    # A paused agent starts no new side effect; what it already journaled it may still
+    # report (``record_outcome``), so the record of the world stays true.
+    refuse_paused_agent(agent)
     now = timezone.now()
     entry = JournalEntry(
         run=run,

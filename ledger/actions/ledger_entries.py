@@ -33,6 +33,12 @@ def record_ledger_entry(
     immutable: bool = False,
 ) -> LedgerEntry:
     """Record one entry, verbatim, with its source."""
+    # The ledger has no pending state: a restricted agent's entry is refused, not held.
+    policy.refuse_unheld_change(agent, what="a ledger entry")
+    if kind == LedgerEntry.Kind.ESTABLISHED:
+        policy.refuse_untrusted_statement(
+            agent, source_kind=source.kind, what="An established fact"
+        )
     policy.refuse_unnamed_establishment(kind=kind, source_kind=source.kind, source_ref=source.ref)
     actor = Actor.for_agent(agent)
     now = timezone.now()
@@ -61,6 +67,8 @@ def promote_ledger_entry(
     *, entry: LedgerEntry, agent: Agent, source: SourceInput, reason: str = ""
 ) -> LedgerEntry:
     """A proposal the person agreed to becomes a commitment; the agreement is its evidence."""
+    policy.refuse_unheld_change(agent, what="a ledger entry")
+    policy.refuse_untrusted_statement(agent, source_kind=source.kind, what="The person's agreement")
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():
@@ -147,6 +155,7 @@ def edit_ledger_entry(
     clear_expiry: bool = False,
 ) -> LedgerEntry:
     """Change a mutable entry in place; history keeps every earlier version."""
+    policy.refuse_unheld_change(agent, what="a ledger entry")
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
@@ -183,6 +192,7 @@ def edit_ledger_entry(
 
 def withdraw_ledger_entry(*, entry: LedgerEntry, agent: Agent, reason: str) -> LedgerEntry:
     """Take a mutable entry out of force, with the reason; it stays readable as withdrawn."""
+    policy.refuse_unheld_change(agent, what="a ledger entry")
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)

@@ -48,6 +48,7 @@ def correct_memory(
         current = Policy.current()
         source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"{CORRECTION_REF}{old.pk}")
         if by_agent:
+            policy.refuse_paused_agent(actor.agent)
             policy.refuse_if_paused(old.subject.memory_paused)
             said_by_person = source.kind == Source.Kind.USER_MESSAGE
             basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
@@ -58,7 +59,15 @@ def correct_memory(
             stated_by = StatedBy.PERSON
         else:
             stated_by = StatedBy.CORRECTION if by_person else StatedBy.SUPPORT_CORRECTION
-        pending = by_agent and policy.needs_corroboration(current, basis=basis, distinct_sources=1)
+        # An admin's restriction on the agent holds its correction as it holds its writes.
+        hold = (
+            policy.hold_for(actor.agent, basis=basis, source_kind=source.kind)
+            if actor.agent
+            else None
+        )
+        pending = by_agent and (
+            hold is not None or policy.needs_corroboration(current, basis=basis, distinct_sources=1)
+        )
         keeps_no_expiry = old.expires_at is None and basis == Memory.Basis.STATED
         new = Memory(
             subject=old.subject,
@@ -95,7 +104,8 @@ def correct_memory(
             update_fields=["status", "status_changed_at"],
             bump_version=True,
         )
-        save_tracked(new, actor=actor, reason=f"Correction of an earlier memory: {reason}")
+        held = f" {hold.reason}" if hold else ""
+        save_tracked(new, actor=actor, reason=f"Correction of an earlier memory: {reason}{held}")
         add_source(
             data=source,
             agent=actor.agent or old.agent,
@@ -133,6 +143,7 @@ def move_memory(
 
 def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     """Delete, softly: agents stop recalling it at once; its history stays."""
+    policy.refuse_unheld_change(actor.agent, what="a deletion")
     with transaction.atomic():
         retracted = move_memory(
             memory=memory,
@@ -156,12 +167,15 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
         locked = lock_slot(memory)
         policy.refuse_memory_move(locked.status, MemoryMove.CONFIRM)
         current = Policy.current()
+        by_person = actor.user is not None and access.acts_for_person(actor.user, locked.subject)
+        confirmed_by = StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
+        if locked.status == Memory.Status.PENDING:
+            # A statement held pending (its agent was restricted) was only the agent's claim:
+            # from now on it is the word of whoever confirmed it.
+            locked.stated_by = confirmed_by
         if locked.basis == Memory.Basis.INFERRED:
             locked.basis = Memory.Basis.STATED
-            by_person = actor.user is not None and access.acts_for_person(
-                actor.user, locked.subject
-            )
-            locked.stated_by = StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
+            locked.stated_by = confirmed_by
             # Confirmed, it is no longer a guess: it lives as long as what the person says.
             locked.expires_at = policy.expiry_for(
                 current,

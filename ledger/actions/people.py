@@ -1,50 +1,118 @@
-"""People: end users, support staff and admins, and the subjects they own."""
+"""People: end users, support staff and admins, the subjects they own, and their access.
+
+Django's users keep no history of their own, so every change here writes one
+``PersonChange`` row per field it changed, in the same transaction: who made it, in what
+role, before → after and why. Nothing here sets ``is_superuser`` or a group other than a
+role's: a superuser is made only by Django's ``createsuperuser``, and ``is_staff`` follows
+the role (admins read the Django admin). Passwords are never seen by anyone but the person:
+an admin sends a set-password link to the person's own address.
+"""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from smtplib import SMTPException
+
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.auth.password_validation import validate_password
-from django.db import transaction
+from django.contrib.auth.tokens import default_token_generator
+from django.core.mail import EmailMessage
+from django.db import IntegrityError, transaction
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.encoding import force_bytes
+from django.utils.http import urlsafe_base64_encode
 
-from ledger import access
+from ledger import access, policy
 from ledger.actions._tracking import save_tracked
+from ledger.actions.reminders import _PlainText
 from ledger.actors import Actor
-from ledger.models import Subject
+from ledger.models import PersonChange, Subject
+from ledger.policy import PersonMove
 
 ROLES = tuple(role.value for role in access.Role)
+ACTIVE, DISABLED = "active", "disabled"
+
+
+class Field(StrEnum):
+    """What a ``PersonChange`` row is about (its ``field``)."""
+
+    PERSON = "person"
+    ROLE = "role"
+    EMAIL = "email"
+    SUBJECT = "subject"
+    ACCESS = "access"
+    PASSWORD = "password"
+    PASSWORD_LINK = "password_link"
 
 
 class PersonExists(Exception):
     """Changing an existing person was not asked for; nothing was changed."""
 
 
+def facts_about(person: User, *, viewer: User | None) -> policy.PersonFacts:
+    """What ``policy.refuse_person_move`` needs to know about ``person``."""
+    return policy.PersonFacts(
+        name=person.get_username(),
+        superuser=person.is_superuser,
+        yourself=viewer is not None and viewer.pk == person.pk,
+        active=person.is_active,
+        end_user=access.role_of(person) == access.Role.END_USER,
+        has_email=bool(person.email),
+    )
+
+
 def create_person(
     *,
     username: str,
-    password: str,
     role: str,
     actor: Actor,
+    password: str = "",
     subject_ref: str = "",
     subject_name: str = "",
     email: str = "",
+    reason: str = "",
+    move_subject: bool = True,
 ) -> User:
     """Create a person with one role; an end user may own a subject.
 
-    The password must pass the configured validators (``ValidationError`` otherwise), and
-    an existing username is refused (``PersonExists``): changing someone is ``update_person``.
+    Without a password the person has none that works until they set one with a link
+    (``send_password_link``). A given password must pass the configured validators
+    (``ValidationError``). An existing username, in any letter case, is refused
+    (``PersonExists``): changing someone is ``update_person`` or the moves below. A subject
+    someone else owns moves to the new person, as on the command line, unless
+    ``move_subject`` is False (the People page), when it is refused (``policy.Refusal``).
     """
     _check_role(role)
-    with transaction.atomic():
-        if User.objects.filter(username=username).exists():
-            raise PersonExists(f"A person called '{username}' already exists.")
-        user = User(username=username, email=email)
-        validate_password(password, user)
-        user.set_password(password)
-        user.is_staff = role == access.Role.ADMIN
-        user.save()
-        user.groups.set(access.groups_for(access.Role(role)))
-        if subject_ref:
-            _own(user, subject_ref, subject_name, actor)
+    _check_reason(actor, reason)
+    policy.refuse_reserved_username(username)
+    try:
+        with transaction.atomic():
+            if User.objects.filter(username__iexact=username).exists():
+                raise PersonExists(f"A person called '{username}' already exists.")
+            user = User(username=username, email=email, is_staff=role == access.Role.ADMIN)
+            if password:
+                validate_password(password, user)
+                user.set_password(password)
+            else:
+                user.set_unusable_password()
+            user.save()
+            user.groups.set(access.groups_for(access.Role(role)))
+            _record(user, Field.PERSON, "", "created", actor=actor, reason=reason)
+            _record(user, Field.ROLE, "", role, actor=actor, reason=reason)
+            if email:
+                _record(user, Field.EMAIL, "", email, actor=actor, reason=reason)
+            if password:
+                _record(user, Field.PASSWORD, "", "set", actor=actor, reason=reason)
+            if subject_ref:
+                if not move_subject:
+                    _refuse_taken(user, subject_ref)
+                _take_subject(user, subject_ref, subject_name, actor=actor, reason=reason)
+    except IntegrityError:
+        # Another request created the same username between the check and the insert.
+        raise PersonExists(f"A person called '{username}' already exists.") from None
     return user
 
 
@@ -57,31 +125,156 @@ def update_person(
     subject_ref: str = "",
     subject_name: str = "",
     email: str = "",
+    reason: str = "",
 ) -> list[str]:
-    """Change what is given (an empty value leaves it as it is); returns what changed."""
+    """The command line's change: what is given (an empty value leaves it as it is).
+
+    Returns what changed, in words. A subject owned by someone else moves to ``user``; the
+    People page refuses that instead (``link_subject``).
+    """
     if role:
         _check_role(role)
     changes: list[str] = []
     with transaction.atomic():
+        user = _locked(user)
         current = access.role_of(user)
         if role and role != current:
             changes.append(f"role {current} → {role}")
-            user.is_staff = role == access.Role.ADMIN
-            user.groups.set(access.groups_for(access.Role(role)))
-            access.forget_role(user)
+            _set_role(user, role)
+            _record(user, Field.ROLE, str(current), role, actor=actor, reason=reason)
         if email and email != user.email:
             changes.append(f"e-mail {user.email or '(none)'} → {email}")
+            _record(user, Field.EMAIL, user.email, email, actor=actor, reason=reason)
             user.email = email
         if password:
             validate_password(password, user)
             user.set_password(password)
             changes.append("password changed")
+            _record(user, Field.PASSWORD, "", "changed", actor=actor, reason=reason)
         user.save()
-        ownership = _ownership_change(user, subject_ref, subject_name) if subject_ref else ""
-        if ownership:
-            changes.append(ownership)
-            _own(user, subject_ref, subject_name, actor)
+        if subject_ref:
+            ownership = _take_subject(user, subject_ref, subject_name, actor=actor, reason=reason)
+            if ownership:
+                changes.append(ownership)
     return changes
+
+
+def change_role(person: User, *, actor: Actor, role: str, reason: str) -> User:
+    _check_role(role)
+    _check_reason(actor, reason)
+    with transaction.atomic():
+        person = _locked(person)
+        policy.refuse_person_move(PersonMove.CHANGE_ROLE, facts_about(person, viewer=actor.user))
+        current = str(access.role_of(person))
+        policy.refuse_same_role(name=person.get_username(), current=current, wanted=role)
+        _set_role(person, role)
+        person.save(update_fields=["is_staff"])
+        _record(person, Field.ROLE, current, role, actor=actor, reason=reason)
+    return person
+
+
+def link_subject(
+    person: User, *, actor: Actor, subject_ref: str, subject_name: str, reason: str
+) -> Subject:
+    """Make the end user ``person`` the owner of a subject (made if it does not exist).
+
+    A subject someone else owns is refused: moving it is an unlink on their page, then a
+    link here, each with its reason, so neither person's history is silent about it.
+    """
+    _check_reason(actor, reason)
+    with transaction.atomic():
+        person = _locked(person)
+        policy.refuse_person_move(PersonMove.LINK_SUBJECT, facts_about(person, viewer=actor.user))
+        _refuse_taken(person, subject_ref)
+        _take_subject(person, subject_ref, subject_name, actor=actor, reason=reason)
+    return Subject.objects.get(ref=subject_ref)
+
+
+def unlink_subject(person: User, *, actor: Actor, subject_ref: str, reason: str) -> Subject:
+    """The subject no longer belongs to ``person``; it keeps its memories, with no owner."""
+    _check_reason(actor, reason)
+    with transaction.atomic():
+        person = _locked(person)
+        policy.refuse_person_move(PersonMove.UNLINK_SUBJECT, facts_about(person, viewer=actor.user))
+        subject = Subject.objects.select_for_update().filter(ref=subject_ref, owner=person).first()
+        if subject is None:
+            raise policy.Refusal(
+                "subject_not_owned",
+                f"{person.get_username()} does not own a subject called {subject_ref}. "
+                "Nothing was changed.",
+                409,
+            )
+        subject.owner = None
+        save_tracked(
+            subject,
+            actor=actor,
+            reason=f"No longer owned by {person.get_username()}: {reason}",
+            update_fields=["owner"],
+        )
+        _record(person, Field.SUBJECT, subject_ref, "", actor=actor, reason=reason)
+    return subject
+
+
+def set_active(person: User, *, actor: Actor, active: bool, reason: str) -> User:
+    """Enable or disable signing in. A disabled person's open sessions end at their next
+    request (Django's backend refuses an inactive user); nothing they did is undone."""
+    _check_reason(actor, reason)
+    move = PersonMove.ENABLE if active else PersonMove.DISABLE
+    with transaction.atomic():
+        person = _locked(person)
+        policy.refuse_person_move(move, facts_about(person, viewer=actor.user))
+        person.is_active = active
+        person.save(update_fields=["is_active"])
+        before, after = (DISABLED, ACTIVE) if active else (ACTIVE, DISABLED)
+        _record(person, Field.ACCESS, before, after, actor=actor, reason=reason)
+    return person
+
+
+def send_password_link(person: User, *, actor: Actor, reason: str) -> str:
+    """E-mail ``person`` a link to set their own password; returns the address it went to.
+
+    The link is Django's password-reset token: it works once (setting the password changes
+    what it is signed over) and for ``PASSWORD_RESET_TIMEOUT``. Nobody but the mailbox's
+    owner sees it. A mail server that refuses the message is a refusal, and nothing is
+    recorded.
+    """
+    _check_reason(actor, reason)
+    with transaction.atomic():
+        person = _locked(person)
+        policy.refuse_person_move(
+            PersonMove.SEND_PASSWORD_LINK, facts_about(person, viewer=actor.user)
+        )
+        _record(
+            person, Field.PASSWORD_LINK, "", f"sent to {person.email}", actor=actor, reason=reason
+        )
+        try:
+            _link_message(person).send()
+        except (SMTPException, OSError):
+            raise policy.Refusal(
+                "mail_not_sent",
+                "The e-mail could not be sent: the mail server did not take it. Nothing "
+                "was recorded; try again later.",
+                503,
+            ) from None
+    return person.email
+
+
+def set_own_password(person: User, *, password: str) -> User:
+    """The person sets their password with the link they were e-mailed (already checked
+    against the validators by the form)."""
+    with transaction.atomic():
+        person = _locked(person)
+        person.set_password(password)
+        person.save(update_fields=["password"])
+        _record(
+            person,
+            Field.PASSWORD,
+            "",
+            "set by the person",
+            actor=Actor.for_user(person),
+            reason="Set with the link they were e-mailed.",
+        )
+    return person
 
 
 def _check_role(role: str) -> None:
@@ -89,17 +282,100 @@ def _check_role(role: str) -> None:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
 
 
-def _ownership_change(user: User, subject_ref: str, subject_name: str) -> str:
-    subject = Subject.objects.filter(ref=subject_ref).first()
-    if subject is None or subject.owner_id != user.pk:
-        return f"now owns subject {subject_ref}"
-    if subject_name and subject_name != subject.display_name:
-        return f"subject {subject_ref} now called {subject_name}"
-    return ""
+def _check_reason(actor: Actor, reason: str) -> None:
+    # The command line and the demo say who they are; a person on a page also says why.
+    if actor.user is not None:
+        policy.refuse_person_reason(reason)
 
 
-def _own(user: User, subject_ref: str, subject_name: str, actor: Actor) -> None:
-    subject = Subject.objects.filter(ref=subject_ref).first() or Subject(ref=subject_ref)
+def _locked(person: User) -> User:
+    """The person's row, locked for the change, so that "before" is what it really was."""
+    return User.objects.select_for_update().get(pk=person.pk)
+
+
+def _set_role(person: User, role: str) -> None:
+    person.is_staff = role == access.Role.ADMIN
+    person.groups.set(access.groups_for(access.Role(role)))
+    access.forget_role(person)
+
+
+def _refuse_taken(person: User, subject_ref: str) -> None:
+    subject = (
+        Subject.objects.select_for_update(of=("self",))
+        .select_related("owner")
+        .filter(ref=subject_ref)
+        .first()
+    )
+    if subject is not None and subject.owner is not None:
+        policy.refuse_subject_taken(
+            subject_ref=subject_ref,
+            owner=subject.owner.get_username(),
+            person=person.get_username(),
+        )
+
+
+def _take_subject(
+    user: User, subject_ref: str, subject_name: str, *, actor: Actor, reason: str
+) -> str:
+    """Make ``user`` the subject's owner; returns what changed, in words ("" for nothing).
+
+    A previous owner's history says the subject moved, as the new owner's says it came.
+    """
+    subject = (
+        Subject.objects.select_for_update(of=("self",))
+        .select_related("owner")
+        .filter(ref=subject_ref)
+        .first()
+    )
+    previous = subject.owner if subject is not None else None
+    renamed = bool(subject_name) and (subject is None or subject_name != subject.display_name)
+    if subject is not None and previous == user and not renamed:
+        return ""
+    subject = subject or Subject(ref=subject_ref)
     subject.owner = user
     subject.display_name = subject_name or subject.display_name
-    save_tracked(subject, actor=actor, reason=f"Owner set to {user.get_username()}.")
+    name = user.get_username()
+    save_tracked(
+        subject, actor=actor, reason=f"Owner set to {name}." + (f" {reason}" if reason else "")
+    )
+    if previous == user:
+        return f"subject {subject_ref} now called {subject_name}"
+    if previous is not None:
+        moved = f"Moved to {name}." + (f" {reason}" if reason else "")
+        _record(previous, Field.SUBJECT, subject_ref, "", actor=actor, reason=moved)
+    _record(user, Field.SUBJECT, "", subject_ref, actor=actor, reason=reason)
+    return f"now owns subject {subject_ref}"
+
+
+def _record(
+    person: User, field: Field, before: str, after: str, *, actor: Actor, reason: str
+) -> None:
+    PersonChange.objects.create(
+        person=person,
+        username=person.get_username(),
+        field=field,
+        before=before,
+        after=after,
+        reason=reason,
+        actor=actor.label,
+        actor_role=actor.role,
+        changed_at=timezone.now(),
+    )
+
+
+def _link_message(person: User) -> EmailMessage:
+    path = reverse(
+        "password_reset_confirm",
+        kwargs={
+            "uidb64": urlsafe_base64_encode(force_bytes(person.pk)),
+            "token": default_token_generator.make_token(person),
+        },
+    )
+    context = {
+        "person": person,
+        "url": settings.MEMORYADMIN_SITE_URL + path,
+        "hours": settings.PASSWORD_RESET_TIMEOUT // 3600,
+    }
+    subject = " ".join(render_to_string("registration/set_password_subject.txt", context).split())
+    body = render_to_string("registration/set_password_email.txt", context)
+    return _PlainText(subject=subject, body=body, to=[person.email])

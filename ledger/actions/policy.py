@@ -6,23 +6,37 @@ from typing import Any
 
 from django.db import transaction
 
+from ledger import policy
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Policy
 
 
-def change_policy(*, actor: Actor, reason: str, **changes: Any) -> Policy:
-    """Set the named settings and keep the rest; the next write is decided by the result.
+def change_policy(
+    *, actor: Actor, reason: str, expected_version: int | None = None, **changes: Any
+) -> Policy:
+    """Set the named settings and keep the rest, as a new version: the next write is decided
+    by it, while memories already written keep their expiry and the version that accepted
+    them.
 
-    The row is stored if a flushed database lost it, so its history starts here.
+    Refused with nothing written (``policy.Refusal``) when a setting is unknown or would
+    leave its bounds (``policy.POLICY_SETTINGS``, checked on the whole resulting policy),
+    the reason is missing, nothing would change, or the policy is no longer
+    ``expected_version`` (the one the admin was shown). The row is stored if a flushed
+    database lost it, so its history starts here.
     """
-    settable = {field.name for field in Policy._meta.concrete_fields} - {"id", "version"}
-    unknown = set(changes) - settable
-    if unknown:
-        raise ValueError(f"not policy settings: {', '.join(sorted(unknown))}")
+    policy.refuse_unknown_settings(changes)
+    policy.refuse_policy_reason(reason)
     with transaction.atomic():
-        policy = Policy.objects.select_for_update().filter(pk=1).first() or Policy(pk=1)
-        for name, value in changes.items():
-            setattr(policy, name, value)
-        save_tracked(policy, actor=actor, reason=reason, bump_version=True)
-    return policy
+        current = Policy.objects.select_for_update().filter(pk=1).first() or Policy(pk=1)
+        policy.refuse_stale_policy(expected_version, current.version)
+        changed = {
+            name: value for name, value in changes.items() if getattr(current, name) != value
+        }
+        policy.refuse_unchanged_policy(changed)
+        in_force = {name: getattr(current, name) for name in policy.POLICY_SETTING_NAMES}
+        policy.refuse_bad_policy(in_force | changed)
+        for name, value in changed.items():
+            setattr(current, name, value)
+        save_tracked(current, actor=actor, reason=reason.strip(), bump_version=True)
+    return current

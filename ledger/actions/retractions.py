@@ -156,6 +156,7 @@ def retract_batch(
     refused rather than taking what they did not see.
     """
     reason = reason.strip()
+    policy.refuse_unheld_change(actor.agent, what="a batch deletion")
     policy.refuse_without_reason(reason)
     chosen = selection.memories()
     now = timezone.now()
@@ -212,6 +213,7 @@ def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoRepo
     changes other people's memories, so it says why, as the batch did.
     """
     reason = reason.strip()
+    policy.refuse_unheld_change(actor.agent, what="undoing a batch deletion")
     policy.refuse_without_reason(reason, why="these memories come back")
     now = timezone.now()
     with transaction.atomic():

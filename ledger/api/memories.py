@@ -107,6 +107,12 @@ class MemoryViewSet(
             body: dict[str, Any] = {
                 "decision": {"outcome": result.outcome, "reason": result.reason},
             }
+            if result.restriction is not None:
+                # An admin's restriction on this agent decided it: say which, and why.
+                body["decision"]["restriction"] = {
+                    "name": result.restriction.value,
+                    "reason": result.restricted_because,
+                }
             if result.refused:
                 body.update(detail=result.reason, code=result.code)
                 return Response(body, status=result.status), None

@@ -315,6 +315,46 @@ class Migration(migrations.Migration):
                 'ordering': ['-changed_at', '-id'],
             },
         ),
+        migrations.AddField(
+            model_name='erasure',
+            name='erased_by_role',
+            field=models.CharField(blank=True, choices=[('user', 'the person'), ('support', 'support'), ('admin', 'an admin'), ('agent', 'an agent'), ('system', 'the system')], default='', max_length=10),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='requested_by',
+            field=models.CharField(blank=True, default='', max_length=200),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='journal_entries',
+            field=models.PositiveIntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='run_notes',
+            field=models.PositiveIntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='recalls',
+            field=models.PositiveIntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='snapshots',
+            field=models.PositiveIntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='history_rows',
+            field=models.PositiveIntegerField(default=0),
+        ),
+        migrations.AddField(
+            model_name='erasure',
+            name='stored_responses',
+            field=models.PositiveIntegerField(default=0),
+        ),
         migrations.RunPython(keys_to_their_own_rows, migrations.RunPython.noop),
         migrations.RunPython(audit_columns_for_old_rows, migrations.RunPython.noop),
         migrations.RemoveField(

@@ -110,19 +110,23 @@ def _reach(chain: list[Memory], changed: dict[uuid.UUID, datetime]) -> dict[uuid
     return {m.pk: Reach(*counted.get(m.pk, (0, 0)), changed_at=changed.get(m.pk)) for m in chain}
 
 
-def policy_words(changes: list[datetime], at: datetime) -> str:
-    """The write policy in force at ``at``: its version is how many times it had been
-    changed by then (``changes``, sorted), and "the default policy" before any change."""
-    version = bisect.bisect_right(changes, at)
-    if version == 0:
+def policy_words(changes: list[tuple[datetime, int]], at: datetime) -> str:
+    """The write policy in force at ``at``: the version its last change by then made
+    (``changes``: when and which version, sorted), or "the default policy" before any
+    change. The number is the one memories record (``Memory.policy_version``)."""
+    index = bisect.bisect_right(changes, at, key=lambda change: change[0])
+    if index == 0:
         return "the default policy"
-    return f"policy version {version}, of {day(changes[version - 1])}"
+    changed_at, version = changes[index - 1]
+    return f"policy version {version}, of {day(changed_at)}"
 
 
 def _decisions(chain: list[Memory]) -> dict[uuid.UUID, list[Decision]]:
     """Every decision of the write gate about these versions, oldest first: two queries
     (the decisions, and the dates the policy changed), however many there are."""
-    changes = sorted(Policy.history.values_list("history_date", flat=True))
+    changes = list(
+        Policy.history.order_by("history_date", "history_id").values_list("history_date", "version")
+    )
     found: dict[uuid.UUID, list[Decision]] = {}
     for row in WriteDecision.objects.filter(memory__in=chain).order_by("decided_at", "id"):
         if row.memory_id is not None:
@@ -225,6 +229,8 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         "own": own,
         "versions": versions,
         "trace": staff,
+        # The version that accepted a memory links to the policy's history, for who may open it.
+        "policy_link": access.may_administer(request.user),
     }
     if staff:
         context.update(_neighbourhood(request, current, chain))

@@ -11,7 +11,7 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django_htmx.middleware import HtmxDetails
 
 from ledger import access
@@ -37,13 +37,14 @@ def support_only(
     return login_required(guarded)
 
 
-def admin_only(
-    view: Callable[..., HttpResponse],
-) -> Callable[..., HttpResponse]:
-    """Signed in, and an admin; anyone else gets a 404, as ``support_only`` does."""
+def admin_only[R: HttpResponseBase](
+    view: Callable[..., R],
+) -> Callable[..., R]:
+    """Signed in, and an admin; anyone else gets a 404, as ``support_only`` does. Any kind
+    of response: the audit's export streams."""
 
     @wraps(view)
-    def guarded(request: SignedInRequest, *args: object, **kwargs: object) -> HttpResponse:
+    def guarded(request: SignedInRequest, *args: object, **kwargs: object) -> R:
         if not access.may_administer(request.user):
             raise Http404
         return view(request, *args, **kwargs)

@@ -12,6 +12,7 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from ledger import policy
 from ledger.actions.erasure import erase_subject
 from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
@@ -74,25 +75,42 @@ def _names(subject: Subject) -> set[str]:
 
 @login_required
 def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
-    """GET: the deliberate confirm step. POST: erase, if the name was typed exactly."""
+    """GET: the deliberate confirm step. POST: erase, if the name was typed exactly (and,
+    when staff erase for someone, once they said who asked: the erasure review shows it)."""
     subject = _visible_subject(request, ref)
-    context = {"subject": subject, "own": is_own(request, subject), "typed": "", "error": ""}
+    own = is_own(request, subject)
+    context = {
+        "subject": subject,
+        "own": own,
+        "typed": "",
+        "error": "",
+        "requested_by": "",
+        "request_error": "",
+        "request_max": policy.ERASURE_REQUEST_MAX,
+    }
     if request.method == "GET":
         return render(request, "ledger/erase.html", context)
     if request.method != "POST":
         return HttpResponse(status=405)
     typed = " ".join(request.POST.get("confirm_name", "").split())
+    requested_by = " ".join(request.POST.get("requested_by", "").split())
+    context.update(typed=typed, requested_by=requested_by)
     if typed.casefold() not in _names(subject):
-        context.update(
-            typed=typed,
-            error=f"To erase, type “{subject.name}” exactly as shown. Nothing was erased.",
-        )
+        context["error"] = f"To erase, type “{subject.name}” exactly as shown. Nothing was erased."
+    if not own and not requested_by:
+        context["request_error"] = "Say who asked for the erasure, and how. Nothing was erased."
+    if context["error"] or context["request_error"]:
         return render(request, "ledger/erase.html", context, status=400)
-    erasure = erase_subject(
-        subject=subject,
-        actor=Actor.for_user(request.user),
-        pause=request.POST.get("pause") == "on",
-    )
+    try:
+        erasure = erase_subject(
+            subject=subject,
+            actor=Actor.for_user(request.user),
+            pause=request.POST.get("pause") == "on",
+            requested_by=requested_by,
+        )
+    except policy.Refusal as refusal:
+        context["request_error"] = refusal.detail
+        return render(request, "ledger/erase.html", context, status=refusal.status)
     counts = [
         f"{n} {word}{pluralize(n, plural)}"
         for n, word, plural in [

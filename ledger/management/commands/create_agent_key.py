@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ledger import policy
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
-from ledger.models import Agent
 
 
 class Command(BaseCommand):
@@ -19,11 +19,16 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, name: str, scopes: str, **options: Any) -> None:
-        if Agent.objects.filter(name=name).exists():
-            raise CommandError(f"An agent named '{name}' already exists.")
         wanted = [s.strip() for s in scopes.split(",") if s.strip()]
         try:
             agent, key = create_agent(name=name, scopes=wanted, actor=Actor.system("cli"))
+        except policy.Refusal as refusal:
+            if refusal.code == "agent_name_taken":
+                raise CommandError(
+                    f"{refusal.detail}\nTo rotate it: manage.py rotate_agent_key {name} "
+                    '--grace-hours 24 --reason "Why it is rotated."'
+                ) from refusal
+            raise CommandError(refusal.detail) from refusal
         except ValueError as error:
             raise CommandError(str(error)) from error
         self.stdout.write(f"Agent '{agent.name}' created with scopes {','.join(agent.scopes)}.")

@@ -8,12 +8,17 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from ledger import access
 from ledger.actions.people import ROLES, PersonExists, create_person, update_person
 from ledger.actors import Actor
+from ledger.policy import Refusal
+
+DEFAULT_REASON = "From the command line."
 
 
 class Command(BaseCommand):
     help = (
         "Create a person non-interactively; the password comes from PERSON_PASSWORD. "
-        "An existing person is changed only with --update."
+        "An existing person is changed only with --update. Every change is kept in the "
+        "person's history as the command line's (system:cli), with --reason. A superuser "
+        "is made with Django's createsuperuser, never here."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -21,7 +26,8 @@ class Command(BaseCommand):
         parser.add_argument("--role", choices=ROLES, help="required for a new person")
         parser.add_argument("--subject", default="", help="ref of a subject this user owns")
         parser.add_argument("--subject-name", default="", help="how the subject is called")
-        parser.add_argument("--email", default="", help="where review reminders are sent")
+        parser.add_argument("--email", default="", help="where reminders and set-password links go")
+        parser.add_argument("--reason", default="", help="why, kept in the person's history")
         parser.add_argument(
             "--update",
             action="store_true",
@@ -32,6 +38,7 @@ class Command(BaseCommand):
         password = os.environ.get("PERSON_PASSWORD", "")
         subject, subject_name, email = options["subject"], options["subject_name"], options["email"]
         actor = Actor.system("cli")
+        reason = options["reason"] or DEFAULT_REASON
         try:
             if options["update"]:
                 user = User.objects.filter(username=username).first()
@@ -47,6 +54,7 @@ class Command(BaseCommand):
                     subject_ref=subject,
                     subject_name=subject_name,
                     email=email,
+                    reason=reason,
                 )
                 said = "; ".join(changes) if changes else "nothing to change"
                 self.stdout.write(f"Updated '{username}': {said}.")
@@ -65,11 +73,14 @@ class Command(BaseCommand):
                 subject_name=subject_name,
                 email=email,
                 actor=actor,
+                reason=reason,
             )
         except PersonExists as refused:
             raise CommandError(
                 f"{refused} Nothing was changed; add --update to change them."
             ) from None
+        except Refusal as refused:
+            raise CommandError(refused.detail) from None
         except ValidationError as invalid:
             raise CommandError("The password was refused: " + " ".join(invalid.messages)) from None
         owned = f", owning subject {subject}" if subject else ""

@@ -2,13 +2,14 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from ledger import policy
 from ledger.actions.agents import revoke_agent
 from ledger.actors import Actor
 from ledger.models import Agent
 
 
 class Command(BaseCommand):
-    help = "Revoke an agent's API key at once; every later request with it gets 401."
+    help = "Revoke an agent: every key it has stops at once; later requests with them get 401."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name")
@@ -18,5 +19,8 @@ class Command(BaseCommand):
         agent = Agent.objects.filter(name=name).first()
         if agent is None:
             raise CommandError(f"No agent named '{name}'.")
-        revoke_agent(agent=agent, actor=Actor.system("cli"), reason=reason)
-        self.stdout.write(f"Agent '{name}' revoked: its key no longer works.")
+        try:
+            revoke_agent(agent=agent, actor=Actor.system("cli"), reason=reason)
+        except policy.Refusal as refusal:
+            raise CommandError(refusal.detail) from refusal
+        self.stdout.write(f"Agent '{name}' revoked: none of its keys works any more.")

@@ -1,0 +1,122 @@
+"""Reverting a correction: an admin puts back the words a correction replaced.
+
+A revert is a new memory, a copy of the one the correction replaced, that supersedes the
+correction and names the memory whose words it puts back (``Memory.restores``). Nothing
+is edited: the original stays superseded and unchanged for audit, and the correction is
+superseded in turn. A revert is itself a correction of the slot, so it can be reverted the
+same way, which puts the correction's words back. Every history row it writes says why.
+"""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from ledger import access, policy
+from ledger.actions._tracking import save_tracked
+from ledger.actions.reminders import clear_reminders
+from ledger.actions.slots import lock_slot, refresh_conflict
+from ledger.actors import Actor
+from ledger.models import Memory, Policy, Source
+
+# The start of each history row's reason; the admin's own words follow.
+REVERTED = "Reverted: "
+REVERT_OF = "Revert of a correction: "
+EVIDENCE_COPIED = "Evidence copied for a revert: "
+
+
+def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
+    """Supersede ``memory`` (a correction or a revert, still the current version) with a
+    copy of the memory it replaced, and return the copy.
+
+    The copy is that memory as it was: the same words, kind, slot, basis and way of being
+    stated, and copies of its sources, so its trace still leads to the message the words
+    came from. It is written now, by ``actor``: it belongs to no agent run, gets the life
+    the policy gives a new memory, and waits for confirmation again if the words were a
+    guess waiting for it. The person's "don't use it" on the correction stays.
+    """
+    if not access.may_revert(actor):
+        raise policy.Refusal("not_an_admin", "Only an admin can revert a correction.", 403)
+    policy.refuse_without_reason(reason, why="this correction is reverted")
+    if (found := policy.forbidden_in_excerpt(reason)) is not None:
+        raise policy.Refusal(
+            "reason_invalid_character",
+            f"The reason holds an invisible character ({found}): type it again. "
+            "Nothing was changed.",
+            400,
+        )
+    reason = reason.strip()
+    now = timezone.now()
+    with transaction.atomic():
+        replacement = lock_slot(memory)
+        replaced = Memory.objects.filter(superseded_by=replacement).first()
+        policy.refuse_revert(
+            is_correction=Memory.objects.corrections().filter(pk=replacement.pk).exists(),
+            status=replacement.status,
+            restored_status=replaced.status if replaced else "",
+        )
+        assert replaced is not None  # a correction always replaced something
+        current = Policy.current()
+        pending = _status_when_replaced(replaced) == Memory.Status.PENDING
+        keeps_no_expiry = replaced.expires_at is None and replaced.basis == Memory.Basis.STATED
+        copy = Memory(
+            subject=replacement.subject,
+            kind=replaced.kind,
+            key=replaced.key,
+            statement=replaced.statement,
+            normalized=replaced.normalized,
+            basis=replaced.basis,
+            stated_by=replaced.stated_by,
+            status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
+            written_at=now,
+            confirmed_at=None if pending else now,
+            expires_at=None
+            if keeps_no_expiry
+            else policy.expiry_for(
+                current,
+                kind=replaced.kind,
+                basis=replaced.basis,
+                now=now,
+                requested=None,
+                omitted=True,
+            ).expires_at,
+            review_at=policy.review_date_for(current, kind=replaced.kind, now=now),
+            supersedes=replacement,
+            restores=replaced,
+            policy_version=current.version,
+            withheld=replacement.withheld,
+        )
+        replacement.status = Memory.Status.SUPERSEDED
+        replacement.status_changed_at = now
+        save_tracked(
+            replacement,
+            actor=actor,
+            reason=f"{REVERTED}{reason}",
+            update_fields=["status", "status_changed_at"],
+            bump_version=True,
+        )
+        save_tracked(copy, actor=actor, reason=f"{REVERT_OF}{reason}")
+        for source in replaced.sources.order_by("received_at", "id"):
+            evidence = Source(
+                kind=source.kind,
+                ref=source.ref,
+                run_id=source.run_id,
+                turn=source.turn,
+                excerpt=source.excerpt,
+                # When the message was received, not when it was copied: the trace says
+                # when the person said it.
+                received_at=source.received_at,
+                memory=copy,
+            )
+            save_tracked(evidence, actor=actor, reason=f"{EVIDENCE_COPIED}{reason}")
+        refresh_conflict(subject=copy.subject, key=copy.key, actor=actor)
+        clear_reminders(memory=replacement, now=now)
+    memory.refresh_from_db()
+    return copy
+
+
+def _status_when_replaced(memory: Memory) -> str:
+    """The status ``memory`` had just before a correction superseded it, from its history."""
+    rows = memory.history.exclude(status=Memory.Status.SUPERSEDED)
+    status = rows.order_by("-history_date", "-history_id").values_list("status", flat=True).first()
+    return str(status or Memory.Status.ACTIVE)

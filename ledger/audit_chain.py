@@ -1,0 +1,517 @@
+"""The audit's hash chain: every history row sealed in a chain per table, and its check.
+
+A seal (``AuditSeal``, in its own append-only table, so the history tables need no
+UPDATE for it) holds two things about one history row:
+
+- ``digest``: a SHA-256 of what an erasure may remove from the row: the fields
+  ``ledger.actions.erasure.ERASABLE`` names for its model, and the free-text reason.
+- ``hash``: a SHA-256 over the previous seal's hash of the same table, the row's
+  skeleton (its table, id, object, date, kind of change, actor, role and subject), every
+  other column of the row, and the digest.
+
+Changing, backdating or deleting a sealed row, or removing a seal, breaks the chain at
+that row. An erasure changes only what the digest covers, so the chain still follows; the
+verifier accepts a digest that no longer matches only in exactly the shape an erasure
+leaves (the row's subject was erased, its erasable fields are blank and its reason is
+erasure's). Which fields changed since the object's previous version is not listed
+separately: the hash covers the whole row, so any change to one is caught. Links Django
+clears when the row they point at is deleted (``history_user_id``, ``PersonChange.person``)
+are left out of the hash, so that deleting a person does not break the audit; the actor
+in words (``history_actor``, ``PersonChange.actor``) is in it.
+
+Sealing runs after each commit that wrote history (``seal_after_commit``, from
+``ledger.signals``), from a Celery beat task every minute, and at the start of
+``manage.py verify_audit``. One sealer at a time works on a table (a PostgreSQL advisory
+lock, tried and skipped if taken); writers take no lock at all. Rows are sealed in id
+order; a row whose transaction commits after a later row was sealed is sealed on the next
+pass, with the next seq: the chain's order is the seals', not the rows'.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import zlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from functools import cache
+from typing import Any
+from uuid import UUID
+
+from django.apps import apps
+from django.db import IntegrityError, connections, models, transaction
+from django.db.migrations.recorder import MigrationRecorder
+from django.db.models import Count, Exists, Min, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from ledger.actions.erasure import ERASABLE, ERASURE_REASONS
+from ledger.models import AuditSeal, Erasure, PersonChange
+
+# Rows sealed in one transaction: a commit's hook seals one batch, a full pass many.
+SEAL_BATCH = 500
+# A row committed after a later row was sealed (its transaction ran long) is found by the
+# beat task's pass if it was written this recently; an older one by verify_audit's.
+LATE_COMMIT = timedelta(minutes=15)
+# Seals read per query by the verifier.
+VERIFY_CHUNK = 1000
+# The first key of the sealers' advisory locks ("AUDT"); the second is the table's.
+_LOCK_CLASS = 0x41554454
+
+
+@dataclass(frozen=True, eq=False)
+class Chain:
+    """One table's chain: which columns are its skeleton, its digest, and the rest."""
+
+    table: str
+    label: str
+    model: type[models.Model]
+    row_id: str
+    object_id: str
+    date: str
+    reason: str
+    skeleton: tuple[str, ...]
+    # The erasable fields, then the reason.
+    digested: tuple[str, ...]
+    kept: tuple[str, ...]
+    # The tracked model whose history this is, when an erasure reaches it.
+    erasable: type[models.Model] | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (*self.skeleton, *self.digested, *self.kept)
+
+    def rows(self, using: str = "default") -> models.QuerySet[Any]:
+        return self.model._default_manager.using(using).all()
+
+
+@cache
+def chains() -> tuple[Chain, ...]:
+    """Every chained table: each model's history, and the changes to people."""
+    found = [
+        _history_chain(model)
+        for model in apps.get_app_config("ledger").get_models()
+        if hasattr(model, "history")
+    ]
+    found.append(_person_changes())
+    return tuple(found)
+
+
+def chain_for(table: str) -> Chain:
+    return {chain.table: chain for chain in chains()}[table]
+
+
+def unchained_links(model: type[models.Model]) -> list[str]:
+    """Columns Django sets to null when the row they point at is deleted: outside the hash
+    (a person's deletion must not break the audit), updatable by the application."""
+    return [
+        f.attname
+        for f in model._meta.concrete_fields
+        if f.remote_field is not None and f.remote_field.on_delete is models.SET_NULL
+    ]
+
+
+def _history_chain(tracked: type[models.Model]) -> Chain:
+    history: type[models.Model] = tracked.history.model  # type: ignore[attr-defined]
+    skeleton = (
+        "history_id",
+        tracked._meta.pk.attname,
+        "history_date",
+        "history_type",
+        "history_actor",
+        "history_role",
+        "history_subject_id",
+    )
+    erasable = ERASABLE.get(tracked)
+    digested = (*(erasable.blank if erasable else ()), "history_change_reason")
+    return Chain(
+        table=history._meta.db_table,
+        label=f"{tracked._meta.verbose_name} history",
+        model=history,
+        row_id="history_id",
+        object_id=tracked._meta.pk.attname,
+        date="history_date",
+        reason="history_change_reason",
+        skeleton=skeleton,
+        digested=digested,
+        kept=_rest(history, (*skeleton, *digested)),
+        erasable=tracked if erasable else None,
+    )
+
+
+def _person_changes() -> Chain:
+    skeleton = ("id", "changed_at", "actor", "actor_role", "username", "field")
+    digested = ("reason",)
+    return Chain(
+        table=PersonChange._meta.db_table,
+        label="person change",
+        model=PersonChange,
+        row_id="id",
+        object_id="username",
+        date="changed_at",
+        reason="reason",
+        skeleton=skeleton,
+        digested=digested,
+        kept=_rest(PersonChange, (*skeleton, *digested)),
+    )
+
+
+def _rest(model: type[models.Model], taken: tuple[str, ...]) -> tuple[str, ...]:
+    left_out = {*taken, *unchained_links(model)}
+    return tuple(f.attname for f in model._meta.concrete_fields if f.attname not in left_out)
+
+
+# --- the two digests ---------------------------------------------------------------------
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, UUID | Decimal):
+        return str(value)
+    raise TypeError(f"Cannot seal a {type(value).__name__}.")
+
+
+def _canonical(data: dict[str, Any]) -> bytes:
+    # Nulls left out: a nullable column added later does not change the older rows' hashes.
+    present = {name: value for name, value in data.items() if value is not None}
+    text = json.dumps(
+        present, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
+    )
+    return text.encode()
+
+
+def digest_of(chain: Chain, row: dict[str, Any]) -> str:
+    return hashlib.sha256(_canonical({name: row[name] for name in chain.digested})).hexdigest()
+
+
+def hash_of(chain: Chain, previous: str, row: dict[str, Any], digest: str) -> str:
+    body = _canonical(
+        {
+            "table": chain.table,
+            "skeleton": _canonical({name: row[name] for name in chain.skeleton}).decode(),
+            "kept": _canonical({name: row[name] for name in chain.kept}).decode(),
+            "digest": digest,
+        }
+    )
+    return hashlib.sha256(previous.encode() + b"\n" + body).hexdigest()
+
+
+# --- sealing -----------------------------------------------------------------------------
+
+
+def _sealed(chain: Chain, using: str = "default") -> models.QuerySet[AuditSeal]:
+    return AuditSeal.objects.using(using).filter(table=chain.table)
+
+
+def _unsealed(chain: Chain, using: str = "default") -> models.QuerySet[Any]:
+    seal = _sealed(chain, using).filter(row_id=OuterRef(chain.row_id))
+    return chain.rows(using).filter(~Exists(seal))
+
+
+def _take_sealer_lock(chain: Chain, using: str) -> bool:
+    """Only one sealer per table at a time. PostgreSQL: an advisory lock held until this
+    transaction ends, tried, never waited for; SQLite serialises writers by itself."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return True
+    key = zlib.crc32(chain.table.encode()) - 2**31  # the lock's second key is a signed int4
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, key])
+        return bool(cursor.fetchone()[0])
+
+
+def seal_batch(chain: Chain, *, late_since: datetime | None = None, using: str = "default") -> int:
+    """Seal up to ``SEAL_BATCH`` rows of one table, oldest id first; how many.
+
+    It looks for rows above the highest one sealed, which is cheap (a commit's hook does
+    only this); with ``late_since``, also for rows written since then that committed after
+    a later row was sealed (the beat task's pass).
+    """
+    highest = _sealed(chain, using).order_by("-row_id").values("row_id")[:1]
+    wanted = Q(**{f"{chain.row_id}__gt": Coalesce(Subquery(highest), 0)})
+    if late_since is not None:
+        wanted |= Q(**{f"{chain.date}__gte": late_since})
+    return len(_seal(chain, wanted, using))
+
+
+def seal_table(chain: Chain) -> int:
+    """Seal every row of one table that has none, a batch at a time; how many."""
+    after, total = 0, 0
+    while True:
+        # Walking up the ids keeps each batch's search to the rows not yet looked at.
+        seals = _seal(chain, Q(**{f"{chain.row_id}__gt": after}), "default")
+        total += len(seals)
+        if len(seals) < SEAL_BATCH:
+            return total
+        after = seals[-1].row_id
+
+
+def _seal(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
+    try:
+        with transaction.atomic(using=using):
+            if not _take_sealer_lock(chain, using):
+                return []
+            seals = _next_seals(chain, wanted, using)
+            AuditSeal.objects.using(using).bulk_create(seals)
+            return seals
+    except IntegrityError:
+        # Another sealer took these seqs first (SQLite has no advisory lock): its seals
+        # stand, and these rows are left to the next pass.
+        return []
+
+
+def _next_seals(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
+    last = _sealed(chain, using).order_by("-seq").values("seq", "hash").first()
+    rows = _unsealed(chain, using).filter(wanted).order_by(chain.row_id)
+    previous, seq = (last["hash"], last["seq"]) if last else ("", 0)
+    now = timezone.now()
+    seals = []
+    for row in rows.values(*chain.columns)[:SEAL_BATCH]:
+        seq += 1
+        digest = digest_of(chain, row)
+        previous = hash_of(chain, previous, row, digest)
+        seals.append(
+            AuditSeal(
+                table=chain.table,
+                row_id=row[chain.row_id],
+                seq=seq,
+                digest=digest,
+                hash=previous,
+                sealed_at=now,
+            )
+        )
+    return seals
+
+
+def seal_pending(*, full: bool = False, max_batches: int = 100) -> int:
+    """Seal what is waiting in every table; how many.
+
+    ``full`` seals every row without a seal, in the whole of each table (verify_audit's
+    pass). Otherwise (the beat task) up to ``max_batches`` batches a table, of the rows
+    above the highest sealed one and of the last ``LATE_COMMIT``'s.
+    """
+    late_since = timezone.now() - LATE_COMMIT
+    total = 0
+    for chain in chains():
+        if full:
+            total += seal_table(chain)
+            continue
+        for _ in range(max_batches):
+            sealed = seal_batch(chain, late_since=late_since)
+            total += sealed
+            if sealed < SEAL_BATCH:
+                break
+    return total
+
+
+@dataclass(frozen=True)
+class _SealAfterCommit:
+    """One batch of one table, sealed once its writer's transaction has committed."""
+
+    table: str
+    using: str
+
+    def __call__(self) -> None:
+        seal_batch(chain_for(self.table), using=self.using)
+
+
+def seal_after_commit(table: str, using: str) -> None:
+    """Seal ``table``'s new rows when the current transaction commits: once per
+    transaction and table, however many rows it writes. Never fails the writer: a sealer
+    that cannot run now (the lock taken, an error) leaves the rows to the next pass."""
+    callback = _SealAfterCommit(table, using)
+    # Each entry is (savepoints, callback, robust); a callback queued inside a savepoint
+    # that rolls back goes with it, and the next write queues it again.
+    if any(entry[1] == callback for entry in connections[using].run_on_commit):
+        return
+    transaction.on_commit(callback, using=using, robust=True)
+
+
+# --- verifying ---------------------------------------------------------------------------
+
+
+@dataclass
+class Finding:
+    """The first row of a table whose seal does not follow, in words."""
+
+    chain: Chain
+    row_id: int
+    problem: str
+    row: dict[str, Any] | None = None
+
+    def __str__(self) -> str:
+        where = f"{self.chain.label} row {self.row_id}"
+        if self.row is not None:
+            when = self.row[self.chain.date].astimezone(UTC)
+            where += f" (object {self.row[self.chain.object_id]}, {when:%Y-%m-%d %H:%M:%S} UTC)"
+        return f"{where}: {self.problem}"
+
+
+@dataclass
+class TableCheck:
+    chain: Chain
+    checked: int = 0
+    erased: int = 0
+    head: str = ""
+    unsealed: int = 0
+    # Rows without a seal written longer ago than the sealer should take: it has stopped.
+    stale: int = 0
+    oldest_unsealed: datetime | None = None
+    finding: Finding | None = None
+
+
+def verify(*, stale_after: timedelta = timedelta(minutes=5)) -> list[TableCheck]:
+    """Walk every table's chain; the first row that does not follow is its finding."""
+    cutoff = timezone.now() - stale_after
+    checks = []
+    for chain in chains():
+        check = _walk(chain)
+        counts = _unsealed(chain).aggregate(
+            unsealed=Count("pk"),
+            stale=Count("pk", filter=Q(**{f"{chain.date}__lt": cutoff})),
+            oldest=Min(chain.date),
+        )
+        check.unsealed, check.stale = counts["unsealed"], counts["stale"]
+        check.oldest_unsealed = counts["oldest"]
+        checks.append(check)
+    return checks
+
+
+def _walk(chain: Chain) -> TableCheck:
+    check = TableCheck(chain)
+    previous, expected = "", 1
+    for seals in _chunks(chain):
+        rows = {
+            row[chain.row_id]: row
+            for row in chain.rows()
+            .filter(**{f"{chain.row_id}__in": [seal.row_id for seal in seals]})
+            .values(*chain.columns)
+        }
+        problems: list[Finding] = []
+        differs: list[tuple[AuditSeal, dict[str, Any]]] = []
+        for seal in seals:
+            row = rows.get(seal.row_id)
+            if seal.seq != expected:
+                problems.append(_gap(chain, seal, expected, row))
+            elif row is None:
+                problems.append(Finding(chain, seal.row_id, "it was deleted after it was sealed"))
+            elif hash_of(chain, previous, row, seal.digest) != seal.hash:
+                problems.append(Finding(chain, seal.row_id, _CHANGED, row))
+            elif digest_of(chain, row) != seal.digest:
+                differs.append((seal, row))
+            previous, expected = seal.hash, seal.seq + 1
+        erased = _left_by_erasure(chain, [row for _, row in differs])
+        problems += [
+            Finding(chain, seal.row_id, _TEXT_CHANGED, row)
+            for seal, row in differs
+            if row[chain.row_id] not in erased
+        ]
+        if problems:
+            order = {seal.row_id: seal.seq for seal in seals}
+            check.finding = min(problems, key=lambda finding: order[finding.row_id])
+            check.checked += order[check.finding.row_id] - seals[0].seq
+            return check
+        check.checked += len(seals)
+        check.erased += len(erased)
+        check.head = previous
+    return check
+
+
+_CHANGED = (
+    "it no longer matches its seal: who made the change, when, the kind of change or "
+    "a recorded value was altered after it was sealed"
+)
+_TEXT_CHANGED = (
+    "its text or reason no longer matches its seal, and not in the way an erasure leaves it"
+)
+
+
+def _gap(chain: Chain, seal: AuditSeal, expected: int, row: dict[str, Any] | None) -> Finding:
+    if seal.seq == expected + 1:
+        missing = f"seal {expected} before it is missing"
+    else:
+        missing = f"seals {expected}–{seal.seq - 1} before it are missing"
+    return Finding(chain, seal.row_id, f"the chain does not follow: {missing}", row)
+
+
+def _chunks(chain: Chain) -> Iterator[list[AuditSeal]]:
+    after = 0
+    while True:
+        seals = list(_sealed(chain).filter(seq__gt=after).order_by("seq")[:VERIFY_CHUNK])
+        if not seals:
+            return
+        yield seals
+        after = seals[-1].seq
+
+
+def _left_by_erasure(chain: Chain, rows: Iterable[dict[str, Any]]) -> set[int]:
+    """The rows, of those given, that are exactly as an erasure of their subject leaves
+    them: every erasable field blank, the reason erasure's, and the subject erased."""
+    if chain.erasable is None:
+        return set()
+    blank = ERASABLE[chain.erasable].blank
+    blanked = [
+        row[chain.row_id]
+        for row in rows
+        if all(row[name] == value for name, value in blank.items())
+        and row[chain.reason] in ERASURE_REASONS
+    ]
+    if not blanked:
+        return set()
+    reach = ERASABLE[chain.erasable].reach(Erasure.objects.values("subject_id"))
+    found = chain.rows().filter(reach, **{f"{chain.row_id}__in": blanked})
+    return set(found.values_list(chain.row_id, flat=True))
+
+
+# --- append-only grants ------------------------------------------------------------------
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def append_only_grants(role: str, schema: str = "public") -> list[str]:
+    """The SQL (PostgreSQL) that lets ``role`` use every table of the project, with the
+    chained ones append-only: history rows can be read and added, never deleted, and
+    updated only where an erasure blanks them (and in the links Django clears when a
+    person is deleted); seals can be read and added, nothing else. Generated from the
+    models, so it covers a table added by a later migration once it is run again."""
+    who = _quoted(role)
+    chained = {chain.table: chain for chain in chains()}
+    statements = [f"GRANT USAGE ON SCHEMA {_quoted(schema)} TO {who};"]
+    tables = sorted(
+        {
+            model._meta.db_table
+            for model in apps.get_models(include_auto_created=True)
+            if model._meta.managed and not model._meta.proxy
+        }
+    )
+    for table in tables:
+        statements.append(f"REVOKE ALL ON {_quoted(table)} FROM {who};")
+        chain = chained.get(table)
+        if table == AuditSeal._meta.db_table:
+            statements.append(f"GRANT SELECT, INSERT ON {_quoted(table)} TO {who};")
+        elif chain is None:
+            statements.append(f"GRANT SELECT, INSERT, UPDATE, DELETE ON {_quoted(table)} TO {who};")
+        else:
+            statements.append(f"GRANT SELECT, INSERT ON {_quoted(table)} TO {who};")
+            if columns := ", ".join(_quoted(column) for column in updatable(chain)):
+                statements.append(f"GRANT UPDATE ({columns}) ON {_quoted(table)} TO {who};")
+    recorder = MigrationRecorder.Migration._meta.db_table
+    statements.append(f"GRANT SELECT ON {_quoted(recorder)} TO {who};")
+    statements.append(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA {_quoted(schema)} TO {who};")
+    return statements
+
+
+def updatable(chain: Chain) -> list[str]:
+    """The columns of a chained table the application may update: what an erasure blanks
+    (with the reason), and the links Django clears on a deletion. None of them is in the
+    hash: the digest covers the first, checked against the shape erasure leaves."""
+    erasable = list(ERASABLE[chain.erasable].blank) if chain.erasable else []
+    reason = [chain.reason] if chain.erasable else []
+    return [*erasable, *reason, *unchained_links(chain.model)]

@@ -1,0 +1,118 @@
+"""What the admin's review of corrections reads: each correction with the memory it
+replaced, who wrote each and why, the chain of versions it sits in, and whether agents
+were still given the replaced words after the correction was written.
+
+How that last question is answered: agents get memories only by recall, and every recall
+is stored with each memory it served (``Recall``, ``RecallItem``). A correction supersedes
+the original in the same transaction that writes it, and recall serves only active
+memories, so a recall that starts afterwards never serves the original. A read already
+under way when the correction was saved (or stamped by a server whose clock runs ahead)
+can still carry it: those are the reads of the original recorded at or after the moment
+the replacement was written, and they are what ``reads_after`` counts. The reads before
+are the original's ordinary reach, counted apart.
+
+Reads only, in a fixed number of queries whatever the length of a page or of a chain.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Q
+
+from ledger.actions.erasure import REASON_REMOVED
+from ledger.actions.reverts import REVERT_OF
+from ledger.models import Memory, RecallItem
+from ledger.querysets import ConversationRow, MemoryQuerySet
+
+# What ``ledger.actions.lifecycle.correct_memory`` writes before the corrector's reason.
+CORRECTION_OF = "Correction of an earlier memory: "
+# The most recalls a correction's page lists one by one; the count is always exact.
+READS_SHOWN = 50
+
+
+def listing(memories: MemoryQuerySet) -> MemoryQuerySet:
+    """Corrections (and reverts) among ``memories``, each with its author and what it
+    replaced, ready for a page: newest first is the caller's keyset order."""
+    return memories.corrections().with_author().select_related("subject", "supersedes", "restores")
+
+
+def why(reason: str | None) -> str:
+    """The corrector's own words in a correction's (or revert's) first history row."""
+    text = reason or ""
+    for prefix in (CORRECTION_OF, REVERT_OF):
+        if text.startswith(prefix):
+            return text.removeprefix(prefix).strip()
+    return "" if text == REASON_REMOVED else text.strip()
+
+
+def reads_after_each(corrections: Iterable[Memory]) -> dict[uuid.UUID, int]:
+    """For each correction, how many recalls served the memory it replaced at or after the
+    moment it was written, keyed by the correction's id; one query for the whole page."""
+    since = {m.supersedes_id: m.written_at for m in corrections if m.supersedes_id is not None}
+    replaced_by = {m.supersedes_id: m.pk for m in corrections}
+    rows = RecallItem.objects.served_since(since).recalls_per_memory()
+    return {replaced_by[row["memory_id"]]: row["recalls"] for row in rows}
+
+
+@dataclass(frozen=True)
+class Reads:
+    """The recalls of a replaced memory, split at the moment its replacement was written."""
+
+    since: datetime
+    after: int
+    before: int
+    # The runs (and reads outside any run) that were given it after, latest first.
+    runs: list[ConversationRow]
+    # The latest reads after, at most ``READS_SHOWN``, each with its agent and run.
+    latest: list[RecallItem]
+
+
+def reads_after(original: Memory, since: datetime) -> Reads:
+    """Who was given ``original`` at or after ``since`` (its replacement's writing), in
+    three queries."""
+    served = RecallItem.objects.filter(memory=original)
+    after = served.recalled_between(since, None)
+    counts = served.aggregate(
+        after=Count("pk", filter=Q(recall__recalled_at__gte=since)),
+        before=Count("pk", filter=Q(recall__recalled_at__lt=since)),
+    )
+    latest = after.select_related("recall__agent", "recall__run").order_by(
+        "-recall__recalled_at", "-recall_id"
+    )[:READS_SHOWN]
+    return Reads(
+        since=since,
+        after=counts["after"],
+        before=counts["before"],
+        runs=list(after.conversations()),
+        latest=list(latest),
+    )
+
+
+@dataclass(frozen=True)
+class Version:
+    """One memory in a slot's chain of versions, as the chain on a correction's page says it."""
+
+    memory: Memory
+    # Whether it is a correction or a revert, and so has a page of its own in this review.
+    correction: bool
+
+
+def chain_of(memory: Memory) -> list[Version]:
+    """Every version linked to ``memory`` by corrections, oldest first: the first write,
+    each correction, each revert and revert of a revert. Three queries, whatever its length.
+    """
+    links = dict(Memory.objects.for_subject(memory.subject).values_list("pk", "supersedes_id"))
+    following = {old: new for new, old in links.items() if old is not None}
+    first = memory.pk
+    while links.get(first) is not None:
+        first = links[first]
+    ids = [first]
+    while ids[-1] in following:
+        ids.append(following[ids[-1]])
+    rows = {m.pk: m for m in Memory.objects.filter(pk__in=ids).with_author()}
+    corrections = set(Memory.objects.filter(pk__in=ids).corrections().values_list("pk", flat=True))
+    return [Version(rows[pk], pk in corrections) for pk in ids]

@@ -1,0 +1,556 @@
+"""Admins' pages for agents and their API keys: the list, a new agent, one agent's keys,
+rotation, revocation, the three restrictions on its writes, and its history.
+
+A new key is shown once, in the answer to the form that made it, sent with
+``Cache-Control: no-store``: it is never stored, never in an address, and no later page
+can show it again. Every form is a plain POST; a refusal re-renders the page with the
+error beside its field and what was typed, and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from django import forms
+from django.db.models import Max, Prefetch, Q
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ledger import policy
+from ledger.actions.agents import create_agent, restrict_agent, revoke_agent, rotate_agent_key
+from ledger.actors import Actor
+from ledger.dates import when
+from ledger.models import Agent, AgentKey
+from ledger.views.http import SignedInRequest, admin_only
+from ledger.views.presenting import Names
+
+LIST_TEMPLATE = "ledger/agents.html"
+AGENT_TEMPLATE = "ledger/agent.html"
+REASON_MAX = 2000
+# The newest history rows an agent's page shows, of the agent and of its keys each.
+HISTORY_SHOWN = 100
+
+SCOPE_WORDS = {
+    Agent.Scope.READ: "Read: recall memories, read the ledger, the journal and run notes.",
+    Agent.Scope.WRITE: "Write: write memories, ledger entries, the journal, notes and snapshots.",
+    Agent.Scope.STAFF: "Staff: delete memories in batches across every subject "
+    "(support's tooling). Give it only to a tool people run.",
+}
+SCOPE_LIST = "read, write or staff"
+
+# What each restriction does, as the admin reads it beside its switch.
+RESTRICTION_HELP = {
+    policy.Restriction.WRITES_PAUSED: "Its memory and ledger writes, corrections, deletions "
+    "and new journal intents are refused, with your reason. Reads, run notes, snapshots "
+    "and outcomes of side effects it already journaled still work.",
+    policy.Restriction.QUARANTINED: "Everything it writes lands as waiting for a person's "
+    "confirmation, and its repeats never make a memory active. What cannot wait (a ledger "
+    "entry, a deletion) is refused.",
+    policy.Restriction.STATED_UNTRUSTED: "What it says the person said (a stated memory from "
+    "the person's message) is taken as its own claim and waits for a person's "
+    "confirmation. What it read from a tool is unaffected.",
+}
+RESTRICTION_BUTTONS = {
+    policy.Restriction.WRITES_PAUSED: ("Pause its writes", "Lift the pause"),
+    policy.Restriction.QUARANTINED: ("Quarantine it", "End the quarantine"),
+    policy.Restriction.STATED_UNTRUSTED: ("Stop trusting its stated memories", "Trust them again"),
+}
+# The status word and badge of each restriction in the agents list.
+RESTRICTION_STATUS = {
+    policy.Restriction.WRITES_PAUSED: ("paused", "writes paused"),
+    policy.Restriction.QUARANTINED: ("quarantined", "quarantined"),
+    policy.Restriction.STATED_UNTRUSTED: ("distrusted", "not trusted for stated memories"),
+}
+
+
+class ReasonField(forms.CharField):
+    """Why: required, kept in the agent's history, free of invisible characters."""
+
+    def __init__(self, *, why: str) -> None:
+        super().__init__(
+            max_length=REASON_MAX,
+            error_messages={
+                "required": f"Say why {why}: the reason is kept in the agent's history.",
+                "max_length": "Keep the reason to %(limit_value)d characters "
+                "(this one has %(show_value)d).",
+            },
+        )
+
+    def clean(self, value: Any) -> str:
+        reason: str = super().clean(value)
+        bad = policy.forbidden_in_excerpt(reason)
+        if bad:
+            raise forms.ValidationError(f"The reason holds an invisible character ({bad}).")
+        return reason
+
+
+class AgentForm(forms.Form):
+    name = forms.CharField(
+        max_length=100,
+        error_messages={
+            "required": "Give the agent a name, such as crm-assistant.",
+            "max_length": "Keep the name to %(limit_value)d characters.",
+        },
+    )
+    scopes = forms.MultipleChoiceField(
+        choices=list(SCOPE_WORDS.items()),
+        error_messages={
+            "required": f"Choose at least one scope: {SCOPE_LIST}.",
+            "invalid_choice": f"'%(value)s' is not a scope: choose {SCOPE_LIST}.",
+        },
+    )
+
+    def clean_name(self) -> str:
+        name: str = self.cleaned_data["name"]
+        try:
+            policy.refuse_bad_agent_name(name)
+        except policy.Refusal as refusal:
+            raise forms.ValidationError(refusal.detail) from None
+        return name
+
+
+class RotateForm(forms.Form):
+    grace_hours = forms.IntegerField(
+        min_value=0,
+        max_value=policy.GRACE_HOURS_MAX,
+        error_messages={
+            "required": "Say how many hours the old key keeps working "
+            f"(0 to {policy.GRACE_HOURS_MAX}).",
+            "invalid": f"Give the grace period in whole hours, 0 to {policy.GRACE_HOURS_MAX}.",
+            "min_value": f"The grace period is between 0 and {policy.GRACE_HOURS_MAX} hours.",
+            "max_value": f"The grace period is between 0 and {policy.GRACE_HOURS_MAX} hours "
+            "(30 days).",
+        },
+    )
+    reason = ReasonField(why="the key is rotated")
+    # The newest key when the page was shown: a second submit of the same form (a reload)
+    # must not rotate again and cut short the key that was just handed out.
+    newest = forms.CharField(max_length=16, required=False)
+
+
+class RevokeForm(forms.Form):
+    reason = ReasonField(why="the agent is revoked")
+    confirm = forms.BooleanField(
+        error_messages={
+            "required": "Tick the box to confirm: every key of this agent stops working at once."
+        }
+    )
+
+
+class RestrictForm(forms.Form):
+    restriction = forms.ChoiceField(
+        choices=[(r.value, r.words) for r in policy.Restriction],
+        error_messages={"invalid_choice": "Choose writes_paused, quarantined or stated_untrusted."},
+    )
+    on = forms.TypedChoiceField(
+        choices=[("1", "on"), ("0", "off")],
+        coerce=lambda value: value == "1",
+        error_messages={
+            "invalid_choice": "Say whether to put the restriction on (1) or lift it (0)."
+        },
+    )
+    reason = ReasonField(why="the agent's writes change")
+
+
+def _errors(form: forms.Form) -> dict[str, str]:
+    return {name: " ".join(str(e) for e in errors) for name, errors in form.errors.items()}
+
+
+# The list.
+
+
+def statuses(agent: Agent) -> list[tuple[str, str]]:
+    """The agent's status as (badge class, words): revoked, its restrictions, or active."""
+    if not agent.is_active:
+        return [("revoked", "revoked")]
+    on = [RESTRICTION_STATUS[r] for r in policy.Restriction if policy.restriction_reason(agent, r)]
+    return on or [("active", "active")]
+
+
+@admin_only
+@require_GET
+def agent_list(request: SignedInRequest) -> HttpResponse:
+    """Every agent with its working keys' prefixes, scopes, dates and status, by name."""
+    now = timezone.now()
+    agents = (
+        Agent.objects.annotate(last_used=Max("keys__last_used_at"))
+        .prefetch_related(
+            Prefetch(
+                "keys",
+                queryset=AgentKey.objects.filter(
+                    Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+                ).order_by("-created_at", "-id"),
+                to_attr="unexpired_keys",
+            )
+        )
+        .order_by("name")
+    )
+    rows = [
+        (agent, getattr(agent, "unexpired_keys", []) if agent.is_active else [], statuses(agent))
+        for agent in agents
+    ]
+    return render(request, LIST_TEMPLATE, {"rows": rows})
+
+
+@admin_only
+@require_http_methods(["GET", "POST"])
+def agent_new(request: SignedInRequest) -> HttpResponse:
+    """GET: the form. POST: make the agent and show its first key, once."""
+    if request.method == "GET":
+        return _new_form(request, AgentForm(), {}, status=200)
+    form = AgentForm(request.POST)
+    if not form.is_valid():
+        return _new_form(request, form, _errors(form), status=400)
+    try:
+        agent, key = create_agent(
+            name=form.cleaned_data["name"],
+            scopes=form.cleaned_data["scopes"],
+            actor=Actor.for_user(request.user),
+        )
+    except policy.Refusal as refusal:
+        field_name = "scopes" if refusal.code == "scopes_required" else "name"
+        taken = form.cleaned_data["name"] if refusal.code == "agent_name_taken" else ""
+        return _new_form(
+            request, form, {field_name: refusal.detail}, status=refusal.status, taken=taken
+        )
+    except ValueError as error:
+        return _new_form(request, form, {"scopes": f"{error}."}, status=400)
+    return _with_key(request, agent, NewKeyShown(key=key, first=True))
+
+
+def _new_form(
+    request: SignedInRequest,
+    form: AgentForm,
+    errors: dict[str, str],
+    *,
+    status: int,
+    taken: str = "",
+) -> HttpResponse:
+    data = form.data if isinstance(form.data, QueryDict) else QueryDict()
+    chosen = data.getlist("scopes") if form.is_bound else [Agent.Scope.READ]
+    context = {
+        "creating": True,
+        "errors": errors,
+        "name": data.get("name", ""),
+        "scopes": [(value, words, value in chosen) for value, words in SCOPE_WORDS.items()],
+        "taken": taken,
+    }
+    return render(request, LIST_TEMPLATE, context, status=status)
+
+
+# One agent.
+
+
+@dataclass(frozen=True)
+class NewKeyShown:
+    key: str
+    first: bool = False
+    old_keys_end: datetime | None = None
+    replaced: int = 0
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    key: AgentKey
+    working: bool
+    state: str
+
+
+@dataclass(frozen=True)
+class RestrictionRow:
+    restriction: policy.Restriction
+    because: str
+    help: str
+    put_on: str
+    lift: str
+    error: str = ""
+    typed: str = ""
+
+
+@dataclass(frozen=True)
+class Change:
+    label: str
+    before: str
+    after: str
+
+
+@dataclass
+class Step:
+    at: datetime
+    what: str
+    who: str
+    why: str
+    changes: list[Change] = field(default_factory=list)
+
+
+def _key_state(key: AgentKey, agent: Agent, now: datetime) -> str:
+    if not agent.is_active:
+        return "Stopped: the agent is revoked."
+    if key.expires_at is None:
+        return "Working."
+    if key.expires_at > now:
+        return f"Working until {when(key.expires_at)}, the end of a rotation's grace period."
+    return f"Stopped on {when(key.expires_at)}: replaced by a rotation."
+
+
+def _agent_context(request: SignedInRequest, agent: Agent, **extra: Any) -> dict[str, Any]:
+    now = timezone.now()
+    # Through the agent, so each key knows its agent without a query of its own.
+    keys = list(agent.keys.order_by("-created_at", "-id"))
+    errors: dict[str, str] = extra.pop("errors", {})
+    restrict: dict[str, str] = extra.pop("restrict", {})
+    restrictions = [
+        RestrictionRow(
+            restriction=r,
+            because=policy.restriction_reason(agent, r),
+            help=RESTRICTION_HELP[r],
+            put_on=RESTRICTION_BUTTONS[r][0],
+            lift=RESTRICTION_BUTTONS[r][1],
+            error=errors.get("reason", "") if restrict.get("restriction") == r else "",
+            typed=restrict.get("reason", "") if restrict.get("restriction") == r else "",
+        )
+        for r in policy.Restriction
+    ]
+    context: dict[str, Any] = {
+        "agent": agent,
+        "statuses": statuses(agent),
+        "scopes": [SCOPE_WORDS.get(s, s) for s in agent.scopes],
+        "keys": [KeyRow(k, k.works_at(now), _key_state(k, agent, now)) for k in keys],
+        "newest": keys[0].prefix if keys else "",
+        "restrictions": restrictions,
+        "grace_max": policy.GRACE_HOURS_MAX,
+        "history": _history(request, agent),
+        "errors": errors,
+        "form": {},
+    }
+    context.update(extra)
+    return context
+
+
+@admin_only
+@require_GET
+def agent_page(request: SignedInRequest, name: str) -> HttpResponse:
+    agent = get_object_or_404(Agent, name=name)
+    return render(request, AGENT_TEMPLATE, _agent_context(request, agent))
+
+
+@admin_only
+@require_POST
+def agent_rotate(request: SignedInRequest, name: str) -> HttpResponse:
+    """A new key, shown once; the old ones keep working for the grace period chosen."""
+    agent = get_object_or_404(Agent, name=name)
+    form = RotateForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, agent, "rotate", form, _errors(form), 400)
+    try:
+        rotation = rotate_agent_key(
+            agent=agent,
+            actor=Actor.for_user(request.user),
+            grace_hours=form.cleaned_data["grace_hours"],
+            reason=form.cleaned_data["reason"],
+            expected_newest=form.cleaned_data["newest"] or None,
+        )
+    except policy.Refusal as refusal:
+        field_name = "grace_hours" if refusal.code == "grace_out_of_range" else "rotate"
+        return _refused(
+            request, agent, "rotate", form, {field_name: refusal.detail}, refusal.status
+        )
+    shown = NewKeyShown(
+        key=rotation.key, old_keys_end=rotation.old_keys_end, replaced=rotation.replaced
+    )
+    return _with_key(request, agent, shown)
+
+
+@admin_only
+@require_POST
+def agent_revoke(request: SignedInRequest, name: str) -> HttpResponse:
+    """Every key of the agent stops working at once."""
+    agent = get_object_or_404(Agent, name=name)
+    form = RevokeForm(request.POST)
+    if not form.is_valid():
+        return _refused(request, agent, "revoke", form, _errors(form), 400)
+    try:
+        agent = revoke_agent(
+            agent=agent, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
+        )
+    except policy.Refusal as refusal:
+        return _refused(request, agent, "revoke", form, {"revoke": refusal.detail}, refusal.status)
+    context = _agent_context(
+        request, agent, done="Revoked: every key of this agent stopped working."
+    )
+    return render(request, AGENT_TEMPLATE, context)
+
+
+@admin_only
+@require_POST
+def agent_restrict(request: SignedInRequest, name: str) -> HttpResponse:
+    """Put one restriction on the agent's writes, or lift it, with a reason."""
+    agent = get_object_or_404(Agent, name=name)
+    form = RestrictForm(request.POST)
+    typed = {
+        "restriction": request.POST.get("restriction", ""),
+        "reason": request.POST.get("reason", ""),
+    }
+    if not form.is_valid():
+        errors = _errors(form)
+        message = errors.get("reason") or " ".join(errors.values())
+        return _restrict_refused(request, agent, typed, message, 400)
+    restriction = policy.Restriction(form.cleaned_data["restriction"])
+    on: bool = form.cleaned_data["on"]
+    try:
+        agent = restrict_agent(
+            agent=agent,
+            actor=Actor.for_user(request.user),
+            restriction=restriction,
+            on=on,
+            reason=form.cleaned_data["reason"],
+        )
+    except policy.Refusal as refusal:
+        return _restrict_refused(request, agent, typed, refusal.detail, refusal.status)
+    done = f"{restriction.words.capitalize()}: {'on' if on else 'lifted'}."
+    return render(request, AGENT_TEMPLATE, _agent_context(request, agent, done=done))
+
+
+def _restrict_refused(
+    request: SignedInRequest, agent: Agent, typed: dict[str, str], message: str, status: int
+) -> HttpResponse:
+    if typed["restriction"] not in policy.Restriction:
+        # No restriction of that name to show the error beside: say it at the top.
+        context = _agent_context(request, agent, errors={"restrict": message})
+    else:
+        context = _agent_context(request, agent, errors={"reason": message}, restrict=typed)
+    return render(request, AGENT_TEMPLATE, context, status=status)
+
+
+def _refused(
+    request: SignedInRequest,
+    agent: Agent,
+    which: str,
+    form: forms.Form,
+    errors: dict[str, str],
+    status: int,
+) -> HttpResponse:
+    """The agent's page again, the error beside the field of the form ``which``."""
+    context = _agent_context(
+        request,
+        agent,
+        errors={f"{which}_{name}" if name != which else name: e for name, e in errors.items()},
+        form={name: form.data.get(name, "") for name in form.fields},
+        failed=which,
+    )
+    return render(request, AGENT_TEMPLATE, context, status=status)
+
+
+def _with_key(request: SignedInRequest, agent: Agent, shown: NewKeyShown) -> HttpResponse:
+    """The agent's page with its new key: the only response that ever holds it."""
+    response = render(
+        request, AGENT_TEMPLATE, _agent_context(request, agent, new_key=shown), status=201
+    )
+    add_never_cache_headers(response)
+    return response
+
+
+# The agent's history.
+
+HISTORY_COLUMNS = (
+    "history_id",
+    "history_date",
+    "history_type",
+    "history_actor",
+    "history_change_reason",
+)
+# Simple-history's rows are untyped: what a step says of one row, given the row before it.
+type Describe = Callable[[Any, Any | None], tuple[str, list[Change]]]
+
+AGENT_FIELDS = [
+    ("name", "Name"),
+    ("scopes", "Scopes"),
+    ("is_active", "Keys"),
+    ("writes_paused_because", "Writes paused"),
+    ("quarantined_because", "Quarantined"),
+    ("stated_untrusted_because", "Not trusted for stated memories"),
+]
+
+
+def _agent_value(name: str, row: Any) -> str:
+    value = getattr(row, name)
+    if name == "scopes":
+        return ", ".join(value) if value else "none"
+    if name == "is_active":
+        return "working" if value else "revoked"
+    if name.endswith("_because"):
+        return f"yes: {value}" if value else "no"
+    return str(value)
+
+
+def _agent_step(row: Any, previous: Any | None) -> tuple[str, list[Change]]:
+    if previous is None:
+        return ("Agent created" if row.history_type == "+" else "Agent changed"), []
+    changes = [
+        Change(label, _agent_value(name, previous), _agent_value(name, row))
+        for name, label in AGENT_FIELDS
+        if getattr(previous, name) != getattr(row, name)
+    ]
+    if previous.is_active and not row.is_active:
+        return "Revoked", changes
+    for restriction in policy.Restriction:
+        before, after = getattr(previous, restriction.field), getattr(row, restriction.field)
+        if before != after:
+            return ("Restriction put on" if after else "Restriction lifted"), changes
+    return "Agent changed", changes
+
+
+def _key_step(row: Any, previous: Any | None) -> tuple[str, list[Change]]:
+    if previous is None or row.history_type == "+":
+        return f"Key {row.prefix} made", []
+    if previous.expires_at == row.expires_at:
+        return f"Key {row.prefix} changed", []
+    before = when(previous.expires_at) if previous.expires_at else "no end"
+    after = when(row.expires_at) if row.expires_at else "no end"
+    return f"Key {row.prefix} given an end", [Change("Works until", before, after)]
+
+
+def _history(request: SignedInRequest, agent: Agent) -> list[Step]:
+    """The agent's and its keys' history rows, newest first, each with before → after."""
+    agent_rows = list(
+        Agent.history.filter(id=agent.pk).order_by("-history_date", "-history_id")[:HISTORY_SHOWN]
+    )
+    # Never the hash: a key's history shows its prefix and its end, nothing that opens it.
+    key_rows = list(
+        AgentKey.history.filter(agent_id=agent.pk)
+        .only("id", "prefix", "expires_at", *HISTORY_COLUMNS)
+        .order_by("-history_date", "-history_id")[:HISTORY_SHOWN]
+    )
+    names = Names.for_labels(
+        request.user, [row.history_actor for row in (*agent_rows, *key_rows) if row.history_actor]
+    )
+    steps = [
+        *_steps(reversed(agent_rows), _agent_step, names),
+        *_steps(reversed(key_rows), _key_step, names),
+    ]
+    return sorted(steps, key=lambda step: step.at, reverse=True)
+
+
+def _steps(rows: Iterable[Any], describe: Describe, names: Names) -> list[Step]:
+    """Oldest first: each row against the one before it of the same object."""
+    previous: dict[int, Any] = {}
+    out = []
+    for row in rows:
+        what, changes = describe(row, previous.get(row.id))
+        out.append(
+            Step(
+                at=row.history_date,
+                what=what,
+                who=names.who(row.history_actor or ""),
+                why=row.history_change_reason or "",
+                changes=changes,
+            )
+        )
+        previous[row.id] = row
+    return out

@@ -1,0 +1,415 @@
+"""The admin's review of corrections and erasures. Admins only; anyone else gets a 404.
+
+Corrections: every memory that replaced another on the dashboard (a person's or support's
+correction, or an admin's revert), newest first, with the original beside it, who
+corrected it and why, and whether agents were still given the original afterwards; a
+correction's page reverts it. Erasures: who asked, who carried it out, when, which
+subject and how many rows of each kind lost their content, never any of the content.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from ledger import access, policy
+from ledger.actions.reverts import revert_correction
+from ledger.actors import Actor
+from ledger.choices import ActorRole
+from ledger.corrections import Reads, Version, chain_of, listing, reads_after, reads_after_each, why
+from ledger.dates import day_window
+from ledger.models import Erasure, Memory, Source, Subject
+from ledger.views.forms import DayField
+from ledger.views.http import SignedInRequest, admin_only
+from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.presenting import STATUS_CHANGES, Names, said_label, source_words
+
+LIST_TEMPLATE = "ledger/corrections.html"
+DETAIL_TEMPLATE = "ledger/correction.html"
+ERASURES_TEMPLATE = "ledger/erasures.html"
+PAGE_SIZE = 50
+REASON_MAX = 500
+
+# A person in the audit is named with the role they had when they acted.
+ROLE_WORDS: dict[str, str] = {
+    ActorRole.PERSON: "the person",
+    ActorRole.SUPPORT: "support",
+    ActorRole.ADMIN: "an admin",
+}
+WHO_CHOICES = [
+    ("", "Anyone"),
+    (ActorRole.PERSON, "The person"),
+    (ActorRole.SUPPORT, "Support"),
+    (ActorRole.ADMIN, "An admin"),
+]
+
+
+def who_words(names: Names, label: str, role: str) -> str:
+    """Who acted, with their role then: 'support (sam)', 'the assistant (crm-bot)'."""
+    username = Actor.username_in(label)
+    if username is None:
+        return names.who(label)
+    role_words = ROLE_WORDS.get(role)
+    return f"{role_words} ({username})" if role_words else username
+
+
+def _unknown(data: QueryDict, form: type[forms.Form]) -> list[str]:
+    return sorted(name[:50] for name in data if name not in form.base_fields)
+
+
+class CorrectionFilters(forms.Form):
+    who = forms.ChoiceField(required=False, choices=WHO_CHOICES, label="Corrected by")
+    person = forms.CharField(required=False, max_length=150, label="Person (username)")
+    subject = forms.CharField(required=False, max_length=100, label="Subject reference")
+    written_from = DayField(required=False, label="From")
+    written_to = DayField(required=False, label="To (inclusive)")
+    after = forms.CharField(required=False, label="Next page")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("written_from"), data.get("written_to")
+        if start and end and end < start:
+            self.add_error("written_to", "“To” is before “from”.")
+        ref = data.get("subject") or ""
+        data["subject_row"] = Subject.objects.filter(ref=ref).first() if ref else None
+        if ref and data["subject_row"] is None:
+            self.add_error("subject", f"No subject has the reference “{ref}”.")
+        return data
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One correction in the list, in words."""
+
+    memory: Memory
+    original: Memory
+    revert: bool
+    who: str
+    why: str
+    reads_after: int
+    status: str
+
+
+@admin_only
+@require_GET
+def corrections(request: SignedInRequest) -> HttpResponse:
+    """Every correction and revert, newest first, a keyset page at a time, filtered by who
+    corrected (role, person), subject and day range."""
+    form = CorrectionFilters(request.GET)
+    unknown = _unknown(request.GET, CorrectionFilters)
+    context: dict[str, Any] = {"form": form}
+    if unknown:
+        context["error"] = f"Unknown filter: {', '.join(unknown)}."
+        return _list_response(request, context, 400)
+    if not form.is_valid():
+        context["error"] = "Check the filters: " + " ".join(
+            str(e) for errors in form.errors.values() for e in errors
+        )
+        return _list_response(request, context, 400)
+    data = form.cleaned_data
+    rows = listing(Memory.objects.visible_to(request.user))
+    if data["who"] or data["person"]:
+        person = Actor.label_for_user(data["person"]) if data["person"] else ""
+        rows = rows.written_by(role=data["who"], actor=person)
+    if data["subject_row"] is not None:
+        rows = rows.for_subject(data["subject_row"])
+    rows = rows.written_between(*day_window(data["written_from"], data["written_to"]))
+    try:
+        page = keyset_page(
+            rows, field="written_at", cursor=data["after"], size=PAGE_SIZE, newest_first=True
+        )
+    except BadCursor as error:
+        context["error"] = str(error)
+        return _list_response(request, context, 400)
+    reads = reads_after_each(page.rows)
+    names = Names(request.user.get_username(), frozenset())
+    context.update(
+        entries=[
+            Entry(
+                memory=m,
+                original=m.supersedes,  # type: ignore[arg-type]  # a correction replaced one
+                revert=m.restores_id is not None,
+                who=who_words(names, m.author, m.author_role),  # type: ignore[attr-defined]
+                why=why(m.author_reason),  # type: ignore[attr-defined]
+                reads_after=reads.get(m.pk, 0),
+                status=STATUS_CHANGES.get(m.status, m.status),
+            )
+            for m in page.rows
+        ],
+        next_query=_next_query(request, page.next_cursor),
+        continued=bool(data["after"]),
+        asked=_asked(request).urlencode(),
+    )
+    return _list_response(request, context, 200)
+
+
+def _asked(request: SignedInRequest) -> QueryDict:
+    """The filters as asked, without empty ones and without the page cursor."""
+    asked = QueryDict(mutable=True)
+    for name, values in request.GET.lists():
+        if name != "after" and any(values):
+            asked.setlist(name, [value for value in values if value])
+    return asked
+
+
+def _next_query(request: SignedInRequest, cursor: str) -> str:
+    if not cursor:
+        return ""
+    params = _asked(request)
+    params["after"] = cursor
+    return params.urlencode()
+
+
+def _list_response(request: SignedInRequest, context: dict[str, Any], status: int) -> HttpResponse:
+    template = LIST_TEMPLATE
+    if request.htmx and request.htmx.target == "correction-rows":
+        template += "#rows"
+    response = render(request, template, context, status=status)
+    patch_vary_headers(response, ("HX-Request", "HX-Target"))
+    return response
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a correction's page: the original or the replacement."""
+
+    memory: Memory
+    said: str
+    wrote: str
+    status: str
+    sources: list[tuple[Source, str, str]]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One version in the chain, in words."""
+
+    version: Version
+    what: str
+    who: str
+    status: str
+    here: bool
+
+
+def _correction(request: SignedInRequest, pk: uuid.UUID) -> Memory:
+    """The correction ``pk``, if it is one the viewer may see; a 404 otherwise."""
+    return get_object_or_404(listing(Memory.objects.visible_to(request.user)), pk=pk)
+
+
+def _what(version: Version) -> str:
+    memory = version.memory
+    if memory.supersedes_id is None:
+        return "First written"
+    if not version.correction:
+        return "Rewritten by an agent"
+    if memory.restores_id is None:
+        return "Corrected"
+    return "Reverted: earlier words put back"
+
+
+def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> dict[str, Any]:
+    original = memory.supersedes
+    assert original is not None  # ``listing`` holds only memories that replaced another
+    chain = chain_of(memory)
+    names = Names(request.user.get_username(), frozenset())
+    authors = {v.memory.pk: who_words(names, v.memory.author, v.memory.author_role) for v in chain}  # type: ignore[attr-defined]
+    evidence: dict[uuid.UUID, list[Source]] = {}
+    sources = Source.objects.filter(memory__in=[original, memory]).select_related("run")
+    for source in sources.order_by("received_at", "id"):
+        evidence.setdefault(source.memory_id, []).append(source)  # type: ignore[arg-type]
+
+    def side(m: Memory) -> Side:
+        # A copied correction's source says who corrected it then, not who copied it.
+        wrote_words = authors.get(m.restores_id or m.pk, authors.get(m.pk, ""))
+        return Side(
+            memory=m,
+            said=said_label(m, own=False, created_by_viewer=False),
+            wrote=authors.get(m.pk, "someone unrecorded"),
+            status=STATUS_CHANGES.get(m.status, m.status),
+            sources=[
+                (s, *source_words(s, corrected_by=wrote_words)) for s in evidence.get(m.pk, [])
+            ],
+        )
+
+    refusal = policy.revert_refusal(
+        is_correction=True, status=memory.status, restored_status=original.status
+    )
+    reads: Reads = reads_after(original, memory.written_at)
+    revert = memory.restores_id is not None
+    return {
+        "memory": memory,
+        "original": side(original),
+        "sides": [
+            ("Original, the correction undone" if revert else "Original", side(original)),
+            ("Replacement, the words put back" if revert else "Replacement", side(memory)),
+        ],
+        "revert": revert,
+        "restores": memory.restores,
+        "who": authors.get(memory.pk, "someone unrecorded"),
+        "why": why(memory.author_reason),  # type: ignore[attr-defined]
+        "reads": reads,
+        "chain": [
+            Step(
+                version=v,
+                what=_what(v),
+                who=authors.get(v.memory.pk, "someone unrecorded"),
+                status=STATUS_CHANGES.get(v.memory.status, v.memory.status),
+                here=v.memory.pk == memory.pk,
+            )
+            for v in chain
+        ],
+        "latest": chain[-1],
+        "may_revert": refusal is None,
+        "not_revertable": refusal.detail if refusal else "",
+        "reason_max": REASON_MAX,
+        "reason": "",
+        "error": "",
+        **extra,
+    }
+
+
+@admin_only
+@require_GET
+def correction(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    """One correction: the original and the replacement side by side, who corrected it and
+    why, who was still given the original afterwards, the chain, and the revert form."""
+    memory = _correction(request, pk)
+    return render(request, DETAIL_TEMPLATE, _detail_context(request, memory))
+
+
+class RevertForm(forms.Form):
+    reason = forms.CharField(
+        max_length=REASON_MAX,
+        error_messages={
+            "required": "Say why this correction is reverted: the reason is kept in the "
+            "history of both memories. Nothing was changed.",
+            "max_length": "Keep the reason to %(limit_value)d characters (this one has "
+            "%(show_value)d). Nothing was changed.",
+        },
+    )
+
+
+@admin_only
+@require_POST
+def correction_revert(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+    """Revert the correction: a copy of what it replaced supersedes it. htmx gets the page's
+    correction section in its new state; a plain form post is redirected back to the page."""
+    memory = get_object_or_404(Memory.objects.visible_to(request.user), pk=pk)
+    form = RevertForm(request.POST)
+    # Shown again as typed, should it be refused; a NUL byte cannot be put on a page.
+    typed = request.POST.get("reason", "").replace("\x00", "")
+    try:
+        if not form.is_valid():
+            problem = " ".join(str(e) for errors in form.errors.values() for e in errors)
+            raise policy.Refusal("reason_invalid", problem, 400)
+        copy = revert_correction(
+            memory=memory, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
+        )
+    except policy.Refusal as refusal:
+        shown = listing(Memory.objects.visible_to(request.user)).filter(pk=pk).first()
+        if shown is None:
+            # Not a correction: it has no page here, only the refusal in words.
+            context = {"error": refusal.detail, "memory": memory, "refused_only": True}
+            return _detail_response(request, context, refusal.status, "#refused")
+        context = _detail_context(request, shown, error=refusal.detail, reason=typed)
+        return _detail_response(request, context, refusal.status)
+    if not request.htmx:
+        messages.success(
+            request,
+            "Reverted: the words this correction replaced are the current memory again. "
+            "The revert is in the audit, and can itself be reverted from its own page.",
+        )
+        return HttpResponseRedirect(reverse("audit-correction", args=[memory.pk]))
+    return _detail_response(
+        request, _detail_context(request, _correction(request, pk), reverted=copy), 200
+    )
+
+
+def _detail_response(
+    request: SignedInRequest, context: dict[str, Any], status: int, partial: str = "#correction"
+) -> HttpResponse:
+    template = DETAIL_TEMPLATE + (partial if request.htmx else "")
+    return render(request, template, context, status=status)
+
+
+# The kinds of rows an erasure blanks, as its record counts them: field, one, many.
+BLANKED = (
+    ("memories", "memory", "memories"),
+    ("ledger_entries", "ledger entry", "ledger entries"),
+    ("sources", "source", "sources"),
+    ("journal_entries", "journal entry", "journal entries"),
+    ("run_notes", "run note", "run notes"),
+    ("recalls", "recorded recall", "recorded recalls"),
+    ("snapshots", "compaction snapshot", "compaction snapshots"),
+    ("history_rows", "earlier version in the history", "earlier versions in the history"),
+    ("stored_responses", "stored API response (deleted)", "stored API responses (deleted)"),
+)
+
+
+@dataclass(frozen=True)
+class ErasureEntry:
+    erasure: Erasure
+    asked: str
+    carried: str
+    blanked: list[str]
+
+
+def _asked_words(erasure: Erasure, carried: str) -> str:
+    if not erasure.requested_by:
+        return "Not recorded"
+    if erasure.requested_by == erasure.erased_by:
+        return "The person themselves, on the dashboard"
+    return f"“{erasure.requested_by}”, as recorded by {carried}"
+
+
+def _blanked(erasure: Erasure) -> list[str]:
+    counts = []
+    for name, one, many in BLANKED:
+        n = getattr(erasure, name)
+        counts.append(f"{n} {one if n == 1 else many}")
+    return [*counts, "the subject’s display name"]
+
+
+@admin_only
+@require_GET
+def erasures(request: SignedInRequest) -> HttpResponse:
+    """Every erasure, newest first, a keyset page at a time: when, which subject, who asked,
+    who carried it out, and how many rows of each kind lost their content."""
+    unknown = sorted(name[:50] for name in request.GET if name != "after")
+    if unknown:
+        refused = {"error": f"Unknown filter: {', '.join(unknown)}."}
+        return render(request, ERASURES_TEMPLATE, refused, status=400)
+    rows = Erasure.objects.filter(access.visible_subjects(request.user, via="subject__"))
+    cursor = request.GET.get("after", "")
+    try:
+        page = keyset_page(
+            rows.select_related("subject"),
+            field="erased_at",
+            cursor=cursor,
+            size=PAGE_SIZE,
+            newest_first=True,
+        )
+    except BadCursor as error:
+        return render(request, ERASURES_TEMPLATE, {"error": str(error)}, status=400)
+    names = Names(request.user.get_username(), frozenset())
+    entries = []
+    for erasure in page.rows:
+        carried = who_words(names, erasure.erased_by, erasure.erased_by_role)
+        entries.append(
+            ErasureEntry(erasure, _asked_words(erasure, carried), carried, _blanked(erasure))
+        )
+    context: dict[str, Any] = {
+        "entries": entries,
+        "next": page.next_cursor,
+        "continued": bool(cursor),
+    }
+    return render(request, ERASURES_TEMPLATE, context)

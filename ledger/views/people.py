@@ -1,0 +1,460 @@
+"""The admin's People page: who signs in, in what role, owning which subjects; and on each
+person's page their changes: role, subjects, access, a set-password link, and their history.
+
+Admins only (anyone else gets a 404). Every change is a plain form posted to its own
+address with a reason; a change made answers with the person page (redirected to), a
+refusal with the page again, the words beside the field and what was typed kept. A field
+a form does not have (``is_superuser``, ``is_staff``, ``groups``, ``password`` …) is
+refused by name and never honoured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.models import User
+from django.contrib.auth.validators import UnicodeUsernameValidator
+from django.core.validators import RegexValidator
+from django.db.models import Count, Prefetch
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ledger import access, policy
+from ledger.access import Role
+from ledger.actions import people as actions
+from ledger.actions.people import ACTIVE, DISABLED, Field
+from ledger.actors import Actor
+from ledger.api.fields import REF_HELP, REF_PATTERN
+from ledger.choices import ActorRole
+from ledger.models import PersonChange, Subject
+from ledger.policy import PersonMove
+from ledger.views.http import SignedInRequest, admin_only
+from ledger.views.presenting import Names
+
+LIST_TEMPLATE = "ledger/people.html"
+NEW_TEMPLATE = "ledger/person_new.html"
+PERSON_TEMPLATE = "ledger/person.html"
+PEOPLE_SHOWN = 50
+# Subjects named in a row of the list; the count beside them is exact.
+SUBJECTS_IN_ROW = 3
+SUBJECTS_SHOWN = 100
+HISTORY_SHOWN = 200
+REASON_MAX = 500
+FORM_EXTRAS = {"csrfmiddlewaretoken"}
+
+ROLE_WORDS = {Role.END_USER: "End user", Role.SUPPORT: "Support", Role.ADMIN: "Admin"}
+ROLE_CHOICES = [(role.value, words) for role, words in ROLE_WORDS.items()]
+ROLE_HELP = (
+    "An end user sees and corrects only the subjects they own. Support works on every "
+    "subject, saying why. An admin also keeps the audit, the policy, agents and people."
+)
+FIELD_WORDS: dict[str, str] = {
+    Field.PERSON: "Person",
+    Field.ROLE: "Role",
+    Field.EMAIL: "E-mail address",
+    Field.SUBJECT: "Subject owned",
+    Field.ACCESS: "Signing in",
+    Field.PASSWORD: "Password",
+    Field.PASSWORD_LINK: "Set-password link",
+}
+ACCESS_WORDS = {ACTIVE: "can sign in", DISABLED: "disabled"}
+ACTOR_ROLES: dict[str, str] = dict(ActorRole.choices)
+# Which field of a form a refusal is about, so its words appear beside that field.
+REFUSAL_FIELDS = {
+    "reason_required": "reason",
+    "reason_invalid_character": "reason",
+    "role_unchanged": "role",
+    "subject_taken": "subject_ref",
+    "subject_already_linked": "subject_ref",
+    "username_reserved": "username",
+}
+
+
+def _reason() -> forms.CharField:
+    return forms.CharField(
+        label="Why",
+        max_length=REASON_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={
+            "required": "Say why: the reason is kept in the person's history.",
+            "max_length": "Keep the reason to %(limit_value)d characters "
+            "(this one has %(show_value)d).",
+        },
+    )
+
+
+def _subject_ref(required: bool) -> forms.CharField:
+    return forms.CharField(
+        label="Subject reference",
+        max_length=100,
+        required=required,
+        validators=[RegexValidator(REF_PATTERN, f"Not a subject reference: {REF_HELP}")],
+        error_messages={"required": "Give the reference of the subject (e.g. acct_4b71c9e2)."},
+    )
+
+
+def _role(label: str) -> forms.ChoiceField:
+    return forms.ChoiceField(
+        label=label,
+        choices=ROLE_CHOICES,
+        help_text=ROLE_HELP,
+        error_messages={"invalid_choice": "Choose one of the roles: end user, support, admin."},
+    )
+
+
+class SubjectNamed(forms.Form):
+    subject_name = forms.CharField(
+        label="What the subject is called", max_length=200, required=False
+    )
+
+    def clean_subject_name(self) -> str:
+        name: str = self.cleaned_data["subject_name"].strip()
+        if policy.forbidden_character(name):
+            raise forms.ValidationError("The name holds an invisible character: type it again.")
+        return name
+
+
+class NewPersonForm(SubjectNamed):
+    username = forms.CharField(
+        label="Username",
+        max_length=150,
+        validators=[UnicodeUsernameValidator()],
+        error_messages={"required": "Choose a username: the person signs in with it."},
+    )
+    email = forms.EmailField(
+        label="E-mail address",
+        max_length=254,
+        error_messages={
+            "required": "Give their e-mail address: the link to set a password goes there.",
+            "invalid": "That is not an e-mail address (like name@example.com).",
+        },
+    )
+    role = _role("Role")
+    subject_ref = _subject_ref(required=False)
+    reason = _reason()
+    field_order = ["username", "email", "role", "subject_ref", "subject_name", "reason"]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if data.get("subject_ref") and data.get("role") != Role.END_USER:
+            self.add_error(
+                "subject_ref",
+                "Only an end user owns a subject: choose the role End user, or leave this empty.",
+            )
+        if data.get("subject_name") and not self.data.get("subject_ref"):
+            self.add_error("subject_name", "Give the subject's reference too, or leave this empty.")
+        return data
+
+
+class RoleForm(forms.Form):
+    role = _role("New role")
+    reason = _reason()
+
+
+class LinkForm(SubjectNamed):
+    subject_ref = _subject_ref(required=True)
+    reason = _reason()
+    field_order = ["subject_ref", "subject_name", "reason"]
+
+
+class UnlinkForm(forms.Form):
+    subject_ref = forms.CharField(max_length=100, widget=forms.HiddenInput)
+    reason = _reason()
+
+
+class ReasonOnlyForm(forms.Form):
+    reason = _reason()
+
+
+def _unknown(data: QueryDict, form: type[forms.Form] | Iterable[str]) -> list[str]:
+    allowed = set(form.base_fields if isinstance(form, type) else form) | FORM_EXTRAS
+    return sorted(name[:50] for name in data if name not in allowed)
+
+
+def role_words(person: User) -> str:
+    if person.is_superuser:
+        return "Admin (superuser)"
+    role = access.role_of(person)
+    return ROLE_WORDS[role] if role is not None else ""
+
+
+@admin_only
+@require_GET
+def people(request: SignedInRequest) -> HttpResponse:
+    """Everyone who can sign in (or could), by username, a page at a time
+    (``?after=<the last username shown>``), narrowed to one role with ``?role=``."""
+    role = request.GET.get("role", "")
+    after = request.GET.get("after", "")
+    context: dict[str, Any] = {"role": role, "roles": ROLE_WORDS.items(), "rows": []}
+    unknown = _unknown(request.GET, {"role", "after"})
+    if unknown:
+        context["error"] = f"Unknown filter: {', '.join(unknown)}."
+        return render(request, LIST_TEMPLATE, context, status=400)
+    if role and role not in actions.ROLES:
+        context["error"] = f"'{role[:50]}' is not a role: choose end user, support or admin."
+        return render(request, LIST_TEMPLATE, context, status=400)
+    listed = User.objects.annotate(owned=Count("subjects")).order_by("username")
+    if role:
+        listed = listed.filter(access.people_in_role(Role(role)))
+    if after:
+        listed = listed.filter(username__gt=after)
+    page = list(
+        listed.prefetch_related(
+            "groups",
+            Prefetch(
+                "subjects",
+                queryset=Subject.objects.order_by("ref")[:SUBJECTS_IN_ROW],
+                to_attr="named_subjects",
+            ),
+        )[: PEOPLE_SHOWN + 1]
+    )
+    shown = page[:PEOPLE_SHOWN]
+    context["rows"] = [
+        (person, role_words(person), person.owned - len(person.named_subjects)) for person in shown
+    ]
+    context["next"] = shown[-1].username if len(page) > PEOPLE_SHOWN else ""
+    return render(request, LIST_TEMPLATE, context)
+
+
+@admin_only
+@require_http_methods(["GET", "POST"])
+def person_new(request: SignedInRequest) -> HttpResponse:
+    """A new person with a role, and an end user's subject. There is no password field:
+    the person is e-mailed a link to choose their own."""
+    if request.method == "GET":
+        form = NewPersonForm(initial={"role": Role.END_USER})
+        return render(request, NEW_TEMPLATE, {"form": form})
+    form = NewPersonForm(request.POST)
+    unknown = _unknown(request.POST, NewPersonForm)
+    if unknown:
+        error = f"Unknown field: {', '.join(unknown)}. Nobody was created."
+        return render(request, NEW_TEMPLATE, {"form": form, "error": error}, status=400)
+    if not form.is_valid():
+        return render(request, NEW_TEMPLATE, {"form": form}, status=400)
+    data = form.cleaned_data
+    actor = Actor.for_user(request.user)
+    try:
+        person = actions.create_person(
+            username=data["username"],
+            email=data["email"],
+            role=data["role"],
+            subject_ref=data["subject_ref"],
+            subject_name=data["subject_name"],
+            reason=data["reason"],
+            actor=actor,
+            move_subject=False,
+        )
+    except actions.PersonExists as exists:
+        form.add_error("username", f"{exists} Choose another username.")
+        return render(request, NEW_TEMPLATE, {"form": form}, status=409)
+    except policy.Refusal as refusal:
+        error = _place(form, refusal)
+        return render(request, NEW_TEMPLATE, {"form": form, "error": error}, status=refusal.status)
+    try:
+        sent_to = actions.send_password_link(person, actor=actor, reason=data["reason"])
+    except policy.Refusal as refusal:
+        messages.error(
+            request,
+            f"{person.username} was created, but no set-password link went out: "
+            f"{refusal.detail} Send it again from this page.",
+        )
+    else:
+        messages.success(
+            request, f"{person.username} was created; a set-password link went to {sent_to}."
+        )
+    return HttpResponseRedirect(reverse("person", args=[person.username]))
+
+
+@admin_only
+@require_GET
+def person_page(request: SignedInRequest, username: str) -> HttpResponse:
+    return _person_response(request, _person_or_404(username))
+
+
+type Change = Callable[[User, Actor, dict[str, Any]], str]
+
+
+@admin_only
+@require_POST
+def person_role(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        actions.change_role(person, actor=actor, role=data["role"], reason=data["reason"])
+        return f"{person.username} is now {ROLE_WORDS[Role(data['role'])].lower()}."
+
+    return _change(request, username, RoleForm, "role_form", apply)
+
+
+@admin_only
+@require_POST
+def person_link(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        subject = actions.link_subject(
+            person,
+            actor=actor,
+            subject_ref=data["subject_ref"],
+            subject_name=data["subject_name"],
+            reason=data["reason"],
+        )
+        return f"{person.username} now owns {subject.name}."
+
+    return _change(request, username, LinkForm, "link_form", apply)
+
+
+@admin_only
+@require_POST
+def person_unlink(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        subject = actions.unlink_subject(
+            person, actor=actor, subject_ref=data["subject_ref"], reason=data["reason"]
+        )
+        return f"{person.username} no longer owns {subject.name}."
+
+    return _change(request, username, UnlinkForm, "unlink_form", apply)
+
+
+@admin_only
+@require_POST
+def person_disable(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        actions.set_active(person, actor=actor, active=False, reason=data["reason"])
+        return f"{person.username} is disabled: they can no longer sign in."
+
+    return _change(request, username, ReasonOnlyForm, "access_form", apply)
+
+
+@admin_only
+@require_POST
+def person_enable(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        actions.set_active(person, actor=actor, active=True, reason=data["reason"])
+        return f"{person.username} can sign in again."
+
+    return _change(request, username, ReasonOnlyForm, "access_form", apply)
+
+
+@admin_only
+@require_POST
+def person_password_link(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        sent_to = actions.send_password_link(person, actor=actor, reason=data["reason"])
+        return f"A set-password link went to {sent_to}."
+
+    return _change(request, username, ReasonOnlyForm, "password_link_form", apply)
+
+
+def _change(
+    request: SignedInRequest,
+    username: str,
+    form_class: type[forms.Form],
+    name: str,
+    apply: Change,
+) -> HttpResponse:
+    """Check the form, make the change, and answer with the person page."""
+    person = _person_or_404(username)
+    form = form_class(request.POST, auto_id=f"{name}_%s")
+    unknown = _unknown(request.POST, form_class)
+    if unknown:
+        error = f"Unknown field: {', '.join(unknown)}. Nothing was changed."
+        return _person_response(request, person, error=error, status=400)
+    if not form.is_valid():
+        return _person_response(request, person, bound={name: form}, status=400)
+    try:
+        done = apply(person, Actor.for_user(request.user), form.cleaned_data)
+    except policy.Refusal as refusal:
+        error = _place(form, refusal)
+        person = _person_or_404(username)
+        return _person_response(
+            request, person, bound={name: form}, error=error, status=refusal.status
+        )
+    messages.success(request, done)
+    return HttpResponseRedirect(reverse("person", args=[person.username]))
+
+
+def _place(form: forms.Form, refusal: policy.Refusal) -> str:
+    """Put the refusal beside its field when the form has it; else it is the page's."""
+    field = REFUSAL_FIELDS.get(refusal.code, "")
+    if field in form.fields:
+        form.add_error(field, refusal.detail)
+        return ""
+    return refusal.detail
+
+
+def _person_or_404(username: str) -> User:
+    return get_object_or_404(User.objects.prefetch_related("groups"), username=username)
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    at: datetime
+    who: str
+    role: str
+    what: str
+    before: str
+    after: str
+    why: str
+
+
+def _value_words(field: str, value: str) -> str:
+    if not value:
+        return "—"
+    if field == Field.ROLE and value in actions.ROLES:
+        return ROLE_WORDS[Role(value)].lower()
+    if field == Field.ACCESS:
+        return ACCESS_WORDS.get(value, value)
+    return value
+
+
+def _history(viewer: User, person: User) -> list[HistoryRow]:
+    names = Names(viewer.get_username(), frozenset())
+    rows = PersonChange.objects.filter(person=person).order_by("-changed_at", "-id")
+    return [
+        HistoryRow(
+            at=row.changed_at,
+            who=names.who(row.actor),
+            role=ACTOR_ROLES.get(row.actor_role, row.actor_role),
+            what=FIELD_WORDS.get(row.field, row.field),
+            before=_value_words(row.field, row.before),
+            after=_value_words(row.field, row.after),
+            why=row.reason,
+        )
+        for row in rows[:HISTORY_SHOWN]
+    ]
+
+
+def _person_response(
+    request: SignedInRequest,
+    person: User,
+    *,
+    bound: dict[str, forms.Form] | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    facts = actions.facts_about(person, viewer=request.user)
+    moves = policy.person_moves(facts)
+    subjects = Subject.objects.filter(owner=person).order_by("ref")
+    role = access.role_of(person)
+    context: dict[str, Any] = {
+        "person": person,
+        "role": role_words(person),
+        "facts": facts,
+        "can": {move.value: move in moves for move in PersonMove},
+        "subjects": list(subjects[:SUBJECTS_SHOWN]),
+        "subject_count": subjects.count(),
+        "history": _history(request.user, person),
+        "history_shown": HISTORY_SHOWN,
+        "error": error,
+        "role_form": RoleForm(auto_id="role_form_%s", initial={"role": role}),
+        "link_form": LinkForm(auto_id="link_form_%s"),
+        "unlink_form": UnlinkForm(auto_id="unlink_form_%s"),
+        "access_form": ReasonOnlyForm(auto_id="access_form_%s"),
+        "password_link_form": ReasonOnlyForm(auto_id="password_link_form_%s"),
+    }
+    context.update(bound or {})
+    return render(request, PERSON_TEMPLATE, context, status=status)
