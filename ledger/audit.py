@@ -148,6 +148,10 @@ PAGES: dict[str, tuple[str, str]] = {
     "subject": ("subject", "ref"),
     "run": ("run", "ref"),
     "retractionbatch": ("retraction", "id"),
+    "agent": ("agent", "name"),
+    "person": ("person", "username"),
+    # The policy is one row: a change links to its version in the policy page's history.
+    "policy": ("policy", ""),
 }
 
 
@@ -157,6 +161,8 @@ def link_for(kind: str, row: Any) -> str:
     if page is None:
         return ""
     name, attribute = page
+    if not attribute:
+        return f"{reverse(name)}#version-{row.version}"
     try:
         return reverse(name, args=[getattr(row, attribute)])
     except NoReverseMatch:

@@ -113,7 +113,10 @@ def test_seed_demo_loads_a_realistic_demo_once() -> None:
     counts = {s: Memory.objects.filter(status=s).count() for s in Memory.Status.values}
     assert counts["pending"] >= 1
     assert counts["expired"] == 1
-    assert counts["superseded"] == 1
+    # Dana's own correction, and support's correction on the wrong account for the admin to revert.
+    assert counts["superseded"] == 2
+    assert Memory.objects.corrections().count() == 2
+    assert Agent.objects.get(name="crm-importer").quarantined
     assert Conflict.objects.open().count() == 1
     assert Memory.objects.filter(basis="inferred").exists()
     assert Subject.objects.get(owner__username="dana").ref == "acct_4b71c9e20d8af315"

@@ -34,6 +34,7 @@ def import_memory(
     """
     now = timezone.now()
     expired = expires_at is not None and expires_at <= now
+    current = Policy.current()
     with transaction.atomic():
         memory = Memory(
             subject=subject,
@@ -46,7 +47,8 @@ def import_memory(
             written_at=written_at,
             confirmed_at=written_at,
             expires_at=expires_at,
-            review_at=policy.review_date_for(Policy.current(), kind=kind, now=written_at),
+            review_at=policy.review_date_for(current, kind=kind, now=written_at),
+            policy_version=current.version,
             status_changed_at=now if expired else None,
         )
         save_tracked(memory, actor=actor, reason="Imported with its original dates.")

@@ -86,6 +86,7 @@ def correct_memory(
                 current, kind=old.kind, basis=basis, now=now, requested=None, omitted=True
             ).expires_at,
             review_at=policy.review_date_for(current, kind=old.kind, now=now),
+            policy_version=current.version,
             supersedes=old,
             agent=actor.agent,
             # A person's correction on the dashboard belongs to no agent run: selecting the

@@ -16,6 +16,21 @@ def keys_to_their_own_rows(apps, schema_editor):
         )
 
 
+def number_policy_versions(apps, schema_editor):
+    """Earlier changes of the policy become its versions, in order: version 1 is the row the
+    migration made (when the first change was to it), each later change one more."""
+    Policy = apps.get_model("ledger", "Policy")
+    HistoricalPolicy = apps.get_model("ledger", "HistoricalPolicy")
+    rows = list(HistoricalPolicy.objects.order_by("history_date", "history_id"))
+    if not rows:
+        return
+    number = 1 if rows[0].history_type == "+" else 2
+    for row in rows:
+        HistoricalPolicy.objects.filter(pk=row.pk).update(version=number)
+        number += 1
+    Policy.objects.filter(pk=1).update(version=number - 1)
+
+
 def audit_columns_for_old_rows(apps, schema_editor):
     """History written before the audit knew roles and subjects: the role from the actor's
     label (a person's as it is now), the subject from the row itself or its run."""
@@ -357,6 +372,7 @@ class Migration(migrations.Migration):
         ),
         migrations.RunPython(keys_to_their_own_rows, migrations.RunPython.noop),
         migrations.RunPython(audit_columns_for_old_rows, migrations.RunPython.noop),
+        migrations.RunPython(number_policy_versions, migrations.RunPython.noop),
         migrations.RemoveField(
             model_name='agent',
             name='key_hash',

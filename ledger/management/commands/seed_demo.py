@@ -5,11 +5,12 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from ledger.actions.agents import create_agent
+from ledger.actions.agents import create_agent, restrict_agent
 from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.imports import import_memory
 from ledger.actions.journal import journal_intent, record_outcome
@@ -25,12 +26,14 @@ from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.keys import known_key
 from ledger.models import Agent, Memory, Subject
+from ledger.policy import Restriction
 from ledger.recall import recall
 
 DEMO_PASSWORD = "demo-password-1"
 DEMO_AGENT = "demo-assistant"
 # A fixed key so that the README's examples work against the demo. Demo data only.
 DEMO_KEY = "ma_demo00000000_local-demo-key-do-not-use-in-production"
+PRIYA = "acct_9c2e47b1f06d3a58"
 DEMO_PEOPLE = [
     ("dana", "user", "acct_4b71c9e20d8af315", "Dana Whitfield"),
     ("sam", "support", "", ""),
@@ -212,9 +215,15 @@ class Command(BaseCommand):
             source=SourceInput(kind="user_message", ref="msg_2210", run="run_140", turn=2),
         )
         self._load_complaint(write, agent, marco)
-        for ref, name in [(northwind, "Northwind Bakery"), (marco, "Marco Rossi")]:
+        self._load_wrong_account(write, agent, people["sam"])
+        for ref, name in [
+            (northwind, "Northwind Bakery"),
+            (marco, "Marco Rossi"),
+            (PRIYA, "Priya Natarajan"),
+        ]:
             set_display_name(subject=Subject.objects.get(ref=ref), display_name=name, actor=system)
         self._load_recalls(agent, subject)
+        self._load_second_agent(system)
 
     def _load_complaint(self, write: Any, agent: Agent, ref: str) -> None:
         """Support's tour: one message misread into two wrong memories, read by three later
@@ -250,6 +259,43 @@ class Command(BaseCommand):
         ]:
             result = recall(subject=subject, goal=goal, k=5)
             record_recall(agent=agent, result=result, run_ref=run_ref, turn=1)
+
+    def _load_wrong_account(self, write: Any, agent: Agent, support: User) -> None:
+        """The admin's tour: support corrected the wrong customer's memory from a phone ticket,
+        and an agent read the wrong words once since. The admin finds it and reverts it."""
+        right = write(
+            PRIYA,
+            "Prefers to be called Priya.",
+            kind="preference",
+            key="name.address_as",
+            basis="stated",
+            source=SourceInput(
+                kind="user_message",
+                ref="msg_3310",
+                run="run_170",
+                turn=1,
+                excerpt="Please just call me Priya.",
+            ),
+        )
+        correct_memory(
+            memory=right,
+            actor=Actor.for_user(support),
+            statement="Prefers to be addressed as Mrs Shah.",
+            reason="Customer asked on the phone (ticket 4471).",
+        )
+        result = recall(subject=Subject.objects.get(ref=PRIYA), goal="greeting", k=5)
+        record_recall(agent=agent, result=result, run_ref="run_171", turn=1)
+
+    def _load_second_agent(self, system: Actor) -> None:
+        """A second agent, held in quarantine: what it writes waits for a person."""
+        crm, _ = create_agent(name="crm-importer", scopes=["read", "write"], actor=system)
+        restrict_agent(
+            agent=crm,
+            actor=system,
+            restriction=Restriction.QUARANTINED,
+            on=True,
+            reason="Wrote guesses as statements during the CRM import; held for review.",
+        )
 
     def _load_recalls(self, agent: Agent, subject: Subject) -> None:
         """Three conversations that read Dana's memories, so people see where each was used."""
