@@ -9,9 +9,10 @@ UPDATE for it) holds two things about one history row:
   skeleton (its table, id, object, date, kind of change, actor, role and subject), every
   other column of the row, and the digest.
 
-Changing, backdating or deleting a sealed row, or removing a seal, breaks the chain at
-that row. An erasure changes only what the digest covers, so the chain still follows; the
-verifier accepts a digest that no longer matches only in exactly the shape an erasure
+The changes to people and the records of erasures are chained the same way. Changing,
+backdating or deleting a sealed row, or removing a seal, breaks the chain at that row. An
+erasure changes only what the digest covers, so the chain still follows; the verifier
+accepts a digest that no longer matches only in exactly the shape an erasure
 leaves (the row's subject was erased, its erasable fields are blank and its reason is
 erasure's). Which fields changed since the object's previous version is not listed
 separately: the hash covers the whole row, so any change to one is caught. Links Django
@@ -89,13 +90,14 @@ class Chain:
 
 @cache
 def chains() -> tuple[Chain, ...]:
-    """Every chained table: each model's history, and the changes to people."""
+    """Every chained table: each model's history, the changes to people, the erasures."""
     found = [
         _history_chain(model)
         for model in apps.get_app_config("ledger").get_models()
         if hasattr(model, "history")
     ]
     found.append(_person_changes())
+    found.append(_erasures())
     return tuple(found)
 
 
@@ -141,20 +143,54 @@ def _history_chain(tracked: type[models.Model]) -> Chain:
     )
 
 
+def _record_chain(
+    model: type[models.Model],
+    *,
+    label: str,
+    object_id: str,
+    date: str,
+    skeleton: tuple[str, ...],
+    reason: str,
+) -> Chain:
+    """A table that is its own record (no history table behind it): each row is sealed, its
+    free text (``reason``: why, who asked) in the digest."""
+    return Chain(
+        table=model._meta.db_table,
+        label=label,
+        model=model,
+        row_id="id",
+        object_id=object_id,
+        date=date,
+        reason=reason,
+        skeleton=skeleton,
+        digested=(reason,),
+        kept=_rest(model, (*skeleton, reason)),
+    )
+
+
 def _person_changes() -> Chain:
     skeleton = ("id", "changed_at", "actor", "actor_role", "username", "field")
-    digested = ("reason",)
-    return Chain(
-        table=PersonChange._meta.db_table,
+    return _record_chain(
+        PersonChange,
         label="person change",
-        model=PersonChange,
-        row_id="id",
         object_id="username",
         date="changed_at",
-        reason="reason",
         skeleton=skeleton,
-        digested=digested,
-        kept=_rest(PersonChange, (*skeleton, *digested)),
+        reason="reason",
+    )
+
+
+def _erasures() -> Chain:
+    # The records the verifier's erasure exception rests on: were they changeable, moving
+    # one to another subject would excuse blanking that subject's history.
+    skeleton = ("id", "subject_id", "erased_at", "erased_by", "erased_by_role")
+    return _record_chain(
+        Erasure,
+        label="erasure",
+        object_id="subject_id",
+        date="erased_at",
+        skeleton=skeleton,
+        reason="requested_by",
     )
 
 

@@ -24,12 +24,11 @@ from datetime import datetime
 from django.db.models import Count, Q
 
 from ledger.actions.erasure import REASON_REMOVED
+from ledger.actions.lifecycle import CORRECTION_OF
 from ledger.actions.reverts import REVERT_OF
 from ledger.models import Memory, RecallItem
 from ledger.querysets import ConversationRow, MemoryQuerySet
 
-# What ``ledger.actions.lifecycle.correct_memory`` writes before the corrector's reason.
-CORRECTION_OF = "Correction of an earlier memory: "
 # The most recalls a correction's page lists one by one; the count is always exact.
 READS_SHOWN = 50
 
@@ -101,9 +100,11 @@ class Version:
     correction: bool
 
 
-def chain_of(memory: Memory) -> list[Version]:
-    """Every version linked to ``memory`` by corrections, oldest first: the first write,
-    each correction, each revert and revert of a revert. Three queries, whatever its length.
+def version_ids(memory: Memory) -> list[uuid.UUID]:
+    """The ids of every version linked to ``memory`` by supersession, oldest first.
+
+    Corrections stay within one subject, so its links are read in one light query and
+    walked here, whatever the length of the chain.
     """
     links = dict(Memory.objects.for_subject(memory.subject).values_list("pk", "supersedes_id"))
     following = {old: new for new, old in links.items() if old is not None}
@@ -113,6 +114,14 @@ def chain_of(memory: Memory) -> list[Version]:
     ids = [first]
     while ids[-1] in following:
         ids.append(following[ids[-1]])
+    return ids
+
+
+def chain_of(memory: Memory) -> list[Version]:
+    """Every version linked to ``memory`` by corrections, oldest first: the first write,
+    each correction, each revert and revert of a revert. Three queries, whatever its length.
+    """
+    ids = version_ids(memory)
     rows = {m.pk: m for m in Memory.objects.filter(pk__in=ids).with_author()}
     corrections = set(Memory.objects.filter(pk__in=ids).corrections().values_list("pk", flat=True))
     return [Version(rows[pk], pk in corrections) for pk in ids]

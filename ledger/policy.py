@@ -392,6 +392,25 @@ def needs_corroboration(policy: Policy, *, basis: str, distinct_sources: int) ->
     return basis == Basis.INFERRED and distinct_sources < policy.inferred_sources_required
 
 
+# Why a repeat leaves a pending statement as it is.
+HELD_STATEMENT_WAITS = (
+    "It stays pending: it was held by an admin's restriction on the agent that wrote it, "
+    "and only a person's confirmation makes it active."
+)
+
+
+def repeat_activates(policy: Policy, *, basis: str, distinct_sources: int) -> bool:
+    """Whether a repeat makes a pending memory active: a guess, once enough sources back it.
+
+    A statement is pending only because an admin's restriction held it: no repeat is a
+    person's confirmation, whoever sends it (its own agent from a tool, say) and whether
+    or not the restriction has been lifted since.
+    """
+    return basis == Basis.INFERRED and not needs_corroboration(
+        policy, basis=basis, distinct_sources=distinct_sources
+    )
+
+
 def refuse_past_expiry(expires_at: datetime | None, now: datetime) -> None:
     if expires_at is not None and expires_at <= now:
         raise Refusal("expiry_in_past", "The new expiry must lie in the future.", 400)
@@ -576,6 +595,18 @@ def refuse_without_reason(reason: str, *, why: str = "these memories are deleted
         )
 
 
+def refuse_hidden_characters(reason: str) -> None:
+    """A reason is kept in the history and shown on pages: nothing in it may hide or
+    reorder what it says."""
+    if (found := forbidden_in_excerpt(reason)) is not None:
+        raise Refusal(
+            "reason_invalid_character",
+            f"The reason holds an invisible character ({found}): type it again. "
+            "Nothing was changed.",
+            400,
+        )
+
+
 # Who asked for an erasure, as staff record it: a line, not a story (it outlives the content).
 ERASURE_REQUEST_MAX = 200
 
@@ -629,12 +660,22 @@ def refuse_if_revoked(agent: Agent) -> None:
 AGENT_NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]{0,99}")
 
 
+# Addresses under /agents/ that are pages, not agents.
+RESERVED_AGENT_NAMES = frozenset({"new"})
+
+
 def refuse_bad_agent_name(name: str) -> None:
     if not AGENT_NAME_PATTERN.fullmatch(name):
         raise Refusal(
             "agent_name_invalid",
             "An agent's name is 1 to 100 letters, digits, dots, dashes or underscores, "
             "starting with a letter or a digit (such as crm-assistant).",
+            400,
+        )
+    if name.lower() in RESERVED_AGENT_NAMES:
+        raise Refusal(
+            "agent_name_reserved",
+            f"'{name}' is the address of a page: choose another name for the agent.",
             400,
         )
 
@@ -1094,12 +1135,7 @@ def refuse_policy_reason(reason: str) -> None:
             "Say why the policy changes: the reason is kept in its history, beside what changed.",
             400,
         )
-    if (found := forbidden_in_excerpt(reason)) is not None:
-        raise Refusal(
-            "reason_invalid_character",
-            f"The reason holds an invisible character ({found}): type it again.",
-            400,
-        )
+    refuse_hidden_characters(reason)
 
 
 def refuse_stale_policy(expected: int | None, current: int) -> None:
@@ -1243,9 +1279,4 @@ def refuse_person_reason(reason: str) -> None:
             "Say why: the reason is kept in the person's history. Nothing was changed.",
             400,
         )
-    if (found := forbidden_in_excerpt(reason)) is not None:
-        raise Refusal(
-            "reason_invalid_character",
-            f"The reason holds an invisible character ({found}): type it again.",
-            400,
-        )
+    refuse_hidden_characters(reason)

@@ -15,7 +15,7 @@ from django.dispatch import receiver
 from simple_history.signals import post_create_historical_record, pre_create_historical_record
 
 from ledger import audit_chain
-from ledger.models import PersonChange, Source, Subject
+from ledger.models import Erasure, PersonChange, Source, Subject
 
 
 class UntrackedWrite(RuntimeError):
@@ -48,9 +48,11 @@ def seal_history(sender: Any, history_instance: Any, **kwargs: Any) -> None:
 
 
 @receiver(post_save, sender=PersonChange)
-def seal_person_change(sender: Any, instance: PersonChange, created: bool, **kwargs: Any) -> None:
+@receiver(post_save, sender=Erasure)
+def seal_record(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
+    """Changes to people and erasures have no history table: their rows are the record."""
     if created:
-        audit_chain.seal_after_commit(PersonChange._meta.db_table, instance._state.db or "default")
+        audit_chain.seal_after_commit(sender._meta.db_table, instance._state.db or "default")
 
 
 def subject_of(instance: Any) -> int | None:

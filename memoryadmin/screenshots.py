@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "screenshots"
 DANA = "acct_4b71c9e20d8af315"
 MARCO = "acct_1f6b0c93d2e84a71"
+PRIYA = "acct_9c2e47b1f06d3a58"
 PASSWORD = "demo-password-1"
 
 
@@ -136,6 +137,7 @@ def take(browser: Any, base: str) -> None:
     sam.goto("/reminders/")
     shoot(sam, "reminders-support")
     take_support(sam)
+    take_admin(signed_in(browser, base, "alex"))
 
 
 def take_support(sam: Any) -> None:
@@ -155,6 +157,38 @@ def take_support(sam: Any) -> None:
     shoot(sam, "support-06-batch-preview")
     sam.goto("/")
     shoot(sam, "support-07-home-queues")
+
+
+def take_admin(alex: Any) -> None:
+    """The admin's tour: support's correction on the wrong account, found in the audit and
+    about to be reverted; a policy change with its before and after, the agents (one in
+    quarantine), a new key shown once, and people."""
+    alex.goto("/audit/?role=support")
+    shoot(alex, "admin-01-audit")
+    alex.goto(f"/audit/corrections/?subject={PRIYA}")
+    row = alex.get_by_role("row").filter(has_text="Prefers to be addressed as Mrs Shah.")
+    row.get_by_role("cell").first.get_by_role("link").click()
+    alex.get_by_label("Why it is reverted").fill(
+        "Ticket 4471 was about another customer: Priya asked to be called Priya."
+    )
+    shoot(alex, "admin-02-correction")
+    alex.goto("/policy/")
+    alex.get_by_label("Longest life of a guess").fill("14")
+    alex.get_by_label("Why it changes").fill(
+        "Stale guesses about contact channels reached the support queue: two weeks is enough."
+    )
+    alex.get_by_role("button", name="Save as version 2").click()
+    alex.get_by_text("Saved as version 2.").wait_for()
+    shoot(alex, "admin-03-policy")
+    alex.goto("/agents/")
+    shoot(alex, "admin-04-agents")
+    alex.get_by_role("link", name="New agent…").click()
+    alex.get_by_label("Name").fill("billing-assistant")
+    alex.get_by_role("button", name="Create the agent and its key").click()
+    alex.get_by_text("Store it now, it is never shown again.").wait_for()
+    shoot(alex, "admin-05-new-key", full_page=False)
+    alex.goto("/people/")
+    shoot(alex, "admin-06-people")
 
 
 def main() -> int:

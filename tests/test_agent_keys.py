@@ -163,6 +163,8 @@ def test_an_admin_may_give_the_staff_scope(admin: Client) -> None:
         ({"name": "crm-bot", "scopes": ["admin"]}, "'admin' is not a scope"),
         ({"name": "crm-bot"}, "Choose at least one scope"),
         ({"name": "x" * 101, "scopes": ["read"]}, "Keep the name to 100 characters"),
+        # /agents/new/ is the form: an agent called that could never have its page.
+        ({"name": "new", "scopes": ["read"]}, "'new' is the address of a page"),
     ],
 )
 def test_bad_input_on_create_is_refused_in_words_and_nothing_written(
@@ -429,6 +431,10 @@ def test_rotate_command_prints_a_working_key_alone_on_its_last_line(frozen: Any)
         (("nobody", "--grace-hours", "1"), "No agent named 'nobody'"),
         (("crm-assistant", "--grace-hours", "721"), "between 0 and 720"),
         (("crm-assistant", "--grace-hours", "1", "--reason", " "), "Say why"),
+        (
+            ("crm-assistant", "--grace-hours", "1", "--reason", "Leaked\u202e.tpircs"),
+            r"invisible character \(U\+202E\)",
+        ),
     ],
 )
 def test_rotate_command_refuses_in_words(args: tuple[str, ...], words: str) -> None:

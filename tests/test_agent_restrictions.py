@@ -204,7 +204,7 @@ def test_another_agents_repeat_does_not_confirm_what_a_quarantined_agent_wrote(
     assert Memory.objects.get().status == "pending"
 
 
-def test_quarantined_agents_correction_waits_and_its_deletion_is_refused(
+def test_quarantined_agents_deletion_and_correction_are_refused(
     bot: tuple[APIClient, Agent],
 ) -> None:
     client, agent = bot
@@ -226,8 +226,11 @@ def test_quarantined_agents_correction_waits_and_its_deletion_is_refused(
         },
         format="json",
     )
-    assert corrected.status_code == 201, corrected.json()
-    assert corrected.json()["status"] == "pending"
+    # A correction would take the original out of use at once: a deletion by another name.
+    assert corrected.status_code == 423, corrected.json()
+    assert corrected.json()["code"] == "agent_quarantined"
+    assert "a correction" in corrected.json()["detail"]
+    assert Memory.objects.get().status == "active"
 
 
 def test_quarantined_agents_ledger_entry_is_refused(bot: tuple[APIClient, Agent]) -> None:
@@ -288,6 +291,31 @@ def test_distrusted_agents_user_message_statement_lands_pending(
     # Its own repeat of the same claim is no corroboration.
     again = write(client, source=from_message("msg_0193"))
     assert again.json()["decision"]["outcome"] == "merged"
+    assert Memory.objects.get().status == "pending"
+
+
+def test_distrusted_agents_repeat_from_a_tool_does_not_launder_its_claim(
+    bot: tuple[APIClient, Agent],
+) -> None:
+    client, agent = bot
+    restrict(agent, Restriction.STATED_UNTRUSTED, DISTRUST_WHY)
+    write(client)
+    again = write(client, source=from_tool())
+    assert again.json()["decision"]["outcome"] == "merged"
+    assert "only a person's confirmation makes it active" in again.json()["decision"]["reason"]
+    assert Memory.objects.get().status == "pending"
+
+
+def test_a_held_statement_stays_pending_once_the_restriction_is_lifted(
+    bot: tuple[APIClient, Agent],
+) -> None:
+    client, agent = bot
+    agent = restrict(agent, Restriction.QUARANTINED, QUARANTINE_WHY)
+    write(client)
+    restrict(agent, Restriction.QUARANTINED, "Fixed in 2.4.1.", on=False)
+    write(client, source=from_message("msg_0193"))
+    other, _ = agent_client("billing-bot", ["read", "write"])
+    write(other, source={"kind": "user_message", "ref": "msg_other"})
     assert Memory.objects.get().status == "pending"
 
 

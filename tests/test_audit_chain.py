@@ -225,6 +225,19 @@ def test_blanking_a_row_like_an_erasure_without_one_is_named(sealed: Memory) -> 
     )
 
 
+def test_an_erasure_record_moved_to_another_subject_is_named(sealed: Memory) -> None:
+    erasure = erase_subject(
+        subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"), requested_by="Dana"
+    )
+    assert "erasure: 1 row" in verify()
+    # Moved, it would excuse the other subject's history blanked by hand.
+    other = Subject.objects.get(ref=OTHER)
+    sql("UPDATE ledger_erasure SET subject_id = %s WHERE id = %s", [other.pk, erasure.pk])
+    message = refused()
+    assert f"erasure row {erasure.pk} (object {other.pk}, " in message
+    assert "it no longer matches its seal" in message
+
+
 def test_an_erased_row_changed_in_any_other_way_is_named(sealed: Memory) -> None:
     erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
     first = history_rows(sealed)[0]
@@ -366,6 +379,8 @@ def test_the_application_role_cannot_rewrite_history(app_role: str, story: Memor
     assert is_refused("UPDATE ledger_personchange SET reason = 'x'")
     assert is_refused("UPDATE ledger_auditseal SET hash = 'x'")
     assert is_refused("DELETE FROM ledger_auditseal")
+    assert is_refused("UPDATE ledger_erasure SET subject_id = subject_id")
+    assert is_refused("DELETE FROM ledger_erasure")
 
 
 def test_the_application_role_can_still_write_seal_and_erase(

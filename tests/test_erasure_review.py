@@ -139,6 +139,18 @@ def test_the_person_erasing_for_themselves_asked_whatever_they_send(
     assert Erasure.objects.get().requested_by == "user:dana"
 
 
+def test_staff_naming_themselves_as_who_asked_is_not_taken_for_the_person(
+    remember: Callable[..., Memory], staff: dict[str, User]
+) -> None:
+    remember("Keeps bees.", subject=OTHER)
+    url = reverse("subject-erase", args=[OTHER])
+    signed_in(staff["sam"]).post(url, {"confirm_name": OTHER, "requested_by": "user:sam"})
+    assert Erasure.objects.get().requested_by == "user:sam"
+    page = signed_in(staff["ada"]).get(URL).content.decode()
+    assert "The person themselves" not in page
+    assert "“user:sam”, as recorded by support (sam)" in page
+
+
 def test_an_erasure_by_the_command_line_says_who_asked_is_not_recorded(
     remember: Callable[..., Memory], staff: dict[str, User]
 ) -> None:

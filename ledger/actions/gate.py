@@ -236,7 +236,7 @@ def _merge_evidence(
                 **_held(hold),
             )
     distinct = memory.sources.values("kind", "ref").distinct().count()
-    if memory.status == Memory.Status.PENDING and not policy.needs_corroboration(
+    if memory.status == Memory.Status.PENDING and policy.repeat_activates(
         Policy.current(), basis=memory.basis, distinct_sources=distinct
     ):
         memory.status = Memory.Status.ACTIVE
@@ -251,6 +251,8 @@ def _merge_evidence(
             bump_version=True,
         )
         refresh_conflict(subject=memory.subject, key=memory.key, actor=actor)
+    elif memory.status == Memory.Status.PENDING and memory.basis == Memory.Basis.STATED:
+        reason += f" {policy.HELD_STATEMENT_WAITS}"
     return GateResult(
         outcome=WriteDecision.Outcome.MERGED, reason=reason, memory=memory, status=200
     )

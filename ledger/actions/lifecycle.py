@@ -24,6 +24,8 @@ from ledger.policy import MemoryMove
 # The reference of the source a person's correction on the dashboard gets: "correction:"
 # and the id of the memory corrected. Pages show it in words (``presenting.source_words``).
 CORRECTION_REF = "correction:"
+# The start of a correction's first history row; the corrector's reason follows.
+CORRECTION_OF = "Correction of an earlier memory: "
 
 
 def correct_memory(
@@ -48,7 +50,11 @@ def correct_memory(
         current = Policy.current()
         source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"{CORRECTION_REF}{old.pk}")
         if by_agent:
-            policy.refuse_paused_agent(actor.agent)
+            # A correction takes the memory it replaces out of use at once, pending or not:
+            # from a quarantined agent that is a deletion by another name, refused as one.
+            policy.refuse_unheld_change(
+                actor.agent, what="a correction (it takes the memory it replaces out of use)"
+            )
             policy.refuse_if_paused(old.subject.memory_paused)
             said_by_person = source.kind == Source.Kind.USER_MESSAGE
             basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
@@ -106,7 +112,7 @@ def correct_memory(
             bump_version=True,
         )
         held = f" {hold.reason}" if hold else ""
-        save_tracked(new, actor=actor, reason=f"Correction of an earlier memory: {reason}{held}")
+        save_tracked(new, actor=actor, reason=f"{CORRECTION_OF}{reason}{held}")
         add_source(
             data=source,
             agent=actor.agent or old.agent,

@@ -38,13 +38,7 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     if not access.may_revert(actor):
         raise policy.Refusal("not_an_admin", "Only an admin can revert a correction.", 403)
     policy.refuse_without_reason(reason, why="this correction is reverted")
-    if (found := policy.forbidden_in_excerpt(reason)) is not None:
-        raise policy.Refusal(
-            "reason_invalid_character",
-            f"The reason holds an invisible character ({found}): type it again. "
-            "Nothing was changed.",
-            400,
-        )
+    policy.refuse_hidden_characters(reason)
     reason = reason.strip()
     now = timezone.now()
     with transaction.atomic():

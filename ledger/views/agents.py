@@ -10,7 +10,7 @@ error beside its field and what was typed, and changes nothing.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,7 +28,7 @@ from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Agent, AgentKey
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.presenting import Names
+from ledger.views.presenting import Change, Names, Step
 
 LIST_TEMPLATE = "ledger/agents.html"
 AGENT_TEMPLATE = "ledger/agent.html"
@@ -51,7 +51,7 @@ RESTRICTION_HELP = {
     "and outcomes of side effects it already journaled still work.",
     policy.Restriction.QUARANTINED: "Everything it writes lands as waiting for a person's "
     "confirmation, and its repeats never make a memory active. What cannot wait (a ledger "
-    "entry, a deletion) is refused.",
+    "entry, a correction, a deletion) is refused.",
     policy.Restriction.STATED_UNTRUSTED: "What it says the person said (a stated memory from "
     "the person's message) is taken as its own claim and waits for a person's "
     "confirmation. What it read from a tool is unaffected.",
@@ -271,22 +271,6 @@ class RestrictionRow:
     lift: str
     error: str = ""
     typed: str = ""
-
-
-@dataclass(frozen=True)
-class Change:
-    label: str
-    before: str
-    after: str
-
-
-@dataclass
-class Step:
-    at: datetime
-    what: str
-    who: str
-    why: str
-    changes: list[Change] = field(default_factory=list)
 
 
 def _key_state(key: AgentKey, agent: Agent, now: datetime) -> str:

@@ -30,7 +30,7 @@ from ledger.dates import day_window
 from ledger.models import Erasure, Memory, Source, Subject
 from ledger.views.forms import DayField
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.paging import BadCursor, asked, keyset_page, next_query
 from ledger.views.presenting import STATUS_CHANGES, Names, said_label, source_words
 
 LIST_TEMPLATE = "ledger/corrections.html"
@@ -145,28 +145,11 @@ def corrections(request: SignedInRequest) -> HttpResponse:
             )
             for m in page.rows
         ],
-        next_query=_next_query(request, page.next_cursor),
+        next_query=next_query(request.GET, page.next_cursor),
         continued=bool(data["after"]),
-        asked=_asked(request).urlencode(),
+        asked=asked(request.GET).urlencode(),
     )
     return _list_response(request, context, 200)
-
-
-def _asked(request: SignedInRequest) -> QueryDict:
-    """The filters as asked, without empty ones and without the page cursor."""
-    asked = QueryDict(mutable=True)
-    for name, values in request.GET.lists():
-        if name != "after" and any(values):
-            asked.setlist(name, [value for value in values if value])
-    return asked
-
-
-def _next_query(request: SignedInRequest, cursor: str) -> str:
-    if not cursor:
-        return ""
-    params = _asked(request)
-    params["after"] = cursor
-    return params.urlencode()
 
 
 def _list_response(request: SignedInRequest, context: dict[str, Any], status: int) -> HttpResponse:
@@ -366,7 +349,8 @@ class ErasureEntry:
 def _asked_words(erasure: Erasure, carried: str) -> str:
     if not erasure.requested_by:
         return "Not recorded"
-    if erasure.requested_by == erasure.erased_by:
+    # The role too: staff may type their own label as who asked.
+    if erasure.erased_by_role == ActorRole.PERSON and erasure.requested_by == erasure.erased_by:
         return "The person themselves, on the dashboard"
     return f"“{erasure.requested_by}”, as recorded by {carried}"
 

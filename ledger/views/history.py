@@ -20,6 +20,7 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ledger import access
+from ledger.corrections import version_ids
 from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Source, WriteDecision
 from ledger.views.http import SignedInRequest
 from ledger.views.memories import describe, is_own, visible_memory
@@ -49,19 +50,8 @@ class Reach:
 
 
 def _chain(memory: Memory) -> list[Memory]:
-    """Every version of ``memory``, newest first: what it corrected, and what corrected it.
-
-    Corrections stay within one subject, so its links are read in one light query and
-    walked here, whatever the length of the chain.
-    """
-    links = dict(Memory.objects.for_subject(memory.subject).values_list("pk", "supersedes_id"))
-    following = {old: new for new, old in links.items() if old is not None}
-    first = memory.pk
-    while links.get(first) is not None:
-        first = links[first]
-    ids = [first]
-    while ids[-1] in following:
-        ids.append(following[ids[-1]])
+    """Every version of ``memory``, newest first: what it corrected, and what corrected it."""
+    ids = version_ids(memory)
     sources = Source.objects.select_related("run")
     rows = (
         Memory.objects.filter(pk__in=ids)

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db.models import Model, Q, QuerySet
+from django.http import QueryDict
 
 
 class BadCursor(ValueError):
@@ -63,3 +64,22 @@ def keyset_page[M: Model](
         return Page(rows, "")
     last = rows[size - 1]
     return Page(rows[:size], encode(getattr(last, field), last.pk))
+
+
+def asked(data: QueryDict) -> QueryDict:
+    """What a list was asked for, without the empty fields and without the page cursor
+    (``after``): the address its first page is shared by."""
+    wanted = QueryDict(mutable=True)
+    for name, values in data.lists():
+        if name != "after" and any(values):
+            wanted.setlist(name, [value for value in values if value])
+    return wanted
+
+
+def next_query(data: QueryDict, cursor: str) -> str:
+    """The query string of the page after this one, or "" when there is none."""
+    if not cursor:
+        return ""
+    params = asked(data)
+    params["after"] = cursor
+    return params.urlencode()

@@ -134,7 +134,7 @@ STATUS_CHANGES: dict[str, str] = {status: status.label.capitalize() for status i
 
 @dataclass(frozen=True)
 class Change:
-    """One field of a memory between two versions of its row, in words."""
+    """One field between two versions of a history row (a memory's, an agent's), in words."""
 
     label: str
     before: str

@@ -12,7 +12,7 @@ from typing import Any
 
 from django import forms
 from django.db.models import Prefetch, Q
-from django.http import Http404, HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
@@ -25,7 +25,7 @@ from ledger.dates import day_window
 from ledger.models import LedgerEntry, Memory, Run, Source, Subject
 from ledger.views.forms import DayField
 from ledger.views.http import SignedInRequest, support_only
-from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.paging import BadCursor, asked, keyset_page, next_query
 from ledger.views.presenting import STATUS_CHANGES
 from ledger.views.queues import queue_counts
 
@@ -167,7 +167,7 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
             page=page,
             subjects=shown[:SUBJECTS_SHOWN],
             more_subjects=len(shown) > SUBJECTS_SHOWN,
-            next_query=_next_query(request, page.next_cursor),
+            next_query=next_query(request.GET, page.next_cursor),
         )
     else:
         context.update(subjects=subjects[:HOME_SUBJECTS], counts=queue_counts(now))
@@ -177,27 +177,10 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
     response = render(request, template, context)
     if request.htmx:
         # The address bar keeps what was asked, not every empty filter of the form.
-        push_url(response, f"{reverse('home')}?{_asked(request).urlencode()}")
+        push_url(response, f"{reverse('home')}?{asked(request.GET).urlencode()}")
     # Same URL, two bodies: caches must key on the htmx headers too.
     patch_vary_headers(response, ("HX-Request", "HX-Target"))
     return response
-
-
-def _asked(request: SignedInRequest) -> QueryDict:
-    """The search's parameters without the empty ones (and without the page cursor)."""
-    asked = QueryDict(mutable=True)
-    for name, values in request.GET.lists():
-        if name != "after" and any(values):
-            asked.setlist(name, [value for value in values if value])
-    return asked
-
-
-def _next_query(request: SignedInRequest, cursor: str) -> str:
-    if not cursor:
-        return ""
-    params = _asked(request)
-    params["after"] = cursor
-    return params.urlencode()
 
 
 @support_only
