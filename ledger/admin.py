@@ -6,12 +6,18 @@ the policy page, and a superuser is made only on the command line. So the admin 
 which holds only ``view_*`` permissions, has no route here to superuser or staff status,
 to a group, or to anyone's password; and neither does anyone else.
 
-Models with a history (``tracked()``) get simple-history's history pages, read-only too;
-models without one keep Django's own, which works for them.
+Models with a history (``tracked()``) get simple-history's history pages, read-only too,
+in memoryadmin's words: who acted (``history_actor``), in what role, why and what changed;
+models without one keep Django's own, which works for them. Labels and help texts are the
+ones a reader needs (the policy's are the policy page's), not Django's advice on editing.
 """
 
+import dataclasses
+from collections.abc import Hashable, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
@@ -19,16 +25,23 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
+from simple_history.template_utils import HistoricalRecordContextHelper
 
 from ledger import models
+from ledger.choices import ActorRole
+from ledger.dates import when
+from ledger.policy import POLICY_SETTINGS
+from ledger.views.presenting import Names
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Any]
     UserModelAdmin = UserAdmin[User]
+    ModelForm = forms.ModelForm[Any]
 else:
-    # ModelAdmin takes no type argument at runtime.
+    # ModelAdmin and ModelForm take no type argument at runtime.
     ModelAdmin = admin.ModelAdmin
     UserModelAdmin = UserAdmin
+    ModelForm = forms.ModelForm
 
 
 class ReadOnly(ModelAdmin):
@@ -58,11 +71,55 @@ class ReadOnlyAdmin(ReadOnly):
     """A model without a history: Django's own history page (its log) works for it."""
 
 
-# simple-history ships no types, so its admin is Any to the type checker.
-class TrackedReadOnlyAdmin(ReadOnly, SimpleHistoryAdmin):  # type: ignore[misc]
-    """A tracked model: its history with who (and in what role) and why, read-only."""
+ACTOR_ROLES: dict[str, str] = dict(ActorRole.choices)
 
-    history_list_display = ["history_actor", "history_role"]
+
+# simple-history ships no types, so its classes are Any to the type checker.
+class LabelledChanges(HistoricalRecordContextHelper):  # type: ignore[misc]
+    """What changed between two versions, in words: each field by its label on our pages,
+    a choice by its label, a moment as the pages write one."""
+
+    def __init__(self, model: type[Model], record: Any, labels: dict[str, str]) -> None:
+        super().__init__(model, record)
+        self.labels = labels
+
+    def format_delta_change(self, change: Any) -> Any:
+        formatted = super().format_delta_change(change)
+        return dataclasses.replace(formatted, field=self.labels.get(change.field, formatted.field))
+
+    def prepare_delta_change_value(self, change: Any, value: Any) -> Any:
+        if value is None:
+            return "none"
+        if isinstance(value, datetime):
+            return when(value)
+        choices = dict(self.model._meta.get_field(change.field).flatchoices)
+        if choices and isinstance(value, Hashable) and value in choices:
+            return choices[value]
+        return super().prepare_delta_change_value(change, value)
+
+
+class TrackedReadOnlyAdmin(ReadOnly, SimpleHistoryAdmin):  # type: ignore[misc]
+    """A tracked model: its history with who (and in what role), why and what changed,
+    read-only (``templates/simple_history/object_history_list.html``)."""
+
+    # Field labels in the history's changes, where the model's own would not do.
+    field_labels: dict[str, str] = {}
+
+    def get_historical_record_context_helper(self, request: HttpRequest, record: Any) -> Any:
+        return LabelledChanges(self.model, record, self.field_labels)
+
+    def set_history_delta_changes(
+        self, request: HttpRequest, historical_records: Sequence[Any], **kwargs: Any
+    ) -> None:
+        """What changed in each version, and who made it in words: Django's
+        ``history_user`` is not ours to set (people, agents and the system all act)."""
+        super().set_history_delta_changes(request, historical_records, **kwargs)
+        names = Names.for_labels(request.user, [r.history_actor for r in historical_records])
+        for record in historical_records:
+            # The oldest on the page has nothing to be compared with.
+            record.compared = hasattr(record, "history_delta_changes")
+            record.who_words = names.who(record.history_actor)
+            record.role_words = ACTOR_ROLES.get(record.history_role, record.history_role)
 
     def history_form_view(
         self,
@@ -126,11 +183,26 @@ class RetractionBatchAdmin(TrackedReadOnlyAdmin):
     list_filter = ["undone_at"]
 
 
+class PolicyForm(ModelForm):
+    """Each setting by the words of the policy page."""
+
+    class Meta:
+        model = models.Policy
+        fields: tuple[str, ...] = ()
+        labels = {setting.name: setting.label for setting in POLICY_SETTINGS}
+        help_texts = {
+            setting.name: f"{setting.meaning} {setting.bounds[:1].upper()}{setting.bounds[1:]}."
+            for setting in POLICY_SETTINGS
+        }
+
+
 @admin.register(models.Policy)
 class PolicyAdmin(TrackedReadOnlyAdmin):
     """Read here; changed, with a reason and its bounds explained, on the policy page
     (``templates/admin/ledger/policy/change_form.html`` links to it)."""
 
+    form = PolicyForm
+    field_labels = PolicyForm.Meta.labels
     list_display = ["__str__", "version"]
 
 
@@ -148,6 +220,24 @@ PERSON_SECTIONS: tuple[tuple[str | None, tuple[str, ...]], ...] = (
     ("Dates", ("last_login", "date_joined")),
 )
 
+# Django's help texts tell someone editing a person what to type; here they are read.
+PERSON_HELP = {
+    "username": "",
+    "is_active": "Whether they can sign in: disabled and enabled again on their People page.",
+    "is_staff": "Lets them read this admin. It follows the Admin role.",
+    "is_superuser": "Every permission there is: given on the server's command line only.",
+    "groups": "Their role: support or admin (an end user is in none). Changed on their "
+    "People page.",
+}
+
+
+class PersonForm(ModelForm):
+    class Meta:
+        model = User
+        fields: tuple[str, ...] = ()
+        help_texts = PERSON_HELP
+
+
 admin.site.unregister(User)
 admin.site.unregister(Group)
 
@@ -158,6 +248,7 @@ class PersonAdmin(ReadOnly, UserModelAdmin):
     managed on the People page (``templates/admin/auth/user/change_form.html`` links to
     it); a superuser only on the command line."""
 
+    form = PersonForm
     fieldsets = tuple((title, {"fields": names}) for title, names in PERSON_SECTIONS)
 
     def get_readonly_fields(

@@ -15,17 +15,33 @@ import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
 from django.apps import apps
-from django.db.models import Field, ForeignKey, Model, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    Case,
+    Exists,
+    Field,
+    ForeignKey,
+    Model,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.urls import NoReverseMatch, reverse
+from django.utils.text import Truncator
 
+from ledger import policy
+from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.actions.people import Field as PersonField
-from ledger.dates import day, when
-from ledger.models import Agent, PersonChange, Run, Source, Subject
+from ledger.choices import CORRECTIONS, Basis, MemoryKind, MemoryStatus, SourceKind, StatedBy
+from ledger.dates import when
+from ledger.models import Agent, Memory, PersonChange, Policy, Run, Source, Subject
 
 # What simple-history's ``history_type`` records, in the words the filter and the page use.
 ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
@@ -36,9 +52,45 @@ PERSON = "person"
 # Columns that change with every save or say nothing a person decided: counters, derived
 # copies, secrets' hashes, usage stamps. Shown, they would bury the real changes.
 BOOKKEEPING = {"version", "normalized", "hash", "last_used_at", "updated_at", "status_changed_at"}
-# How the objects a change points at are named, instead of by their bare id; one query per
-# model a page's changes point at.
-NAMED_BY: dict[type[Model], str] = {Subject: "ref", Agent: "name", Run: "ref", Source: "ref"}
+# The rows ``create_person`` writes beside a person's own ("person") row, in the same
+# transaction: what they were given when they were made, so part of their creation.
+CREATED_WITH = (
+    PersonField.NAME,
+    PersonField.ROLE,
+    PersonField.EMAIL,
+    PersonField.PASSWORD,
+    PersonField.SUBJECT,
+)
+# How soon after the "person" row the rest of a creation's rows come: they are written in
+# its transaction, moments apart, and a later edit takes a new request at the least.
+CREATION_WINDOW = timedelta(seconds=5)
+# A statement named by a value pointing at its memory (a conflict's kept one, a source's).
+STATEMENT_SHOWN = 80
+# What a dashboard correction's source is, instead of its reference: ours, not the agent's.
+CORRECTED_ON_THE_DASHBOARD = "corrected on the dashboard"
+
+
+def source_name(kind: str, ref: str) -> str:
+    """A source as a person reads it: its reference, or what a correction's source was."""
+    if kind == SourceKind.OPERATOR and ref.startswith(CORRECTION_REF):
+        return CORRECTED_ON_THE_DASHBOARD
+    return ref
+
+
+def quoted(statement: str) -> str:
+    return f"“{statement}”" if statement else "(erased)"
+
+
+# How the objects a change points at are named, instead of by their bare id: the columns
+# read (one query per model a page's changes point at) and the name made of them.
+NAMED_BY: dict[type[Model], tuple[tuple[str, ...], Callable[..., str]]] = {
+    # As every page names a subject (``Subject.name``).
+    Subject: (("ref", "display_name"), lambda ref, display_name: display_name or ref),
+    Agent: (("name",), str),
+    Run: (("ref",), str),
+    Source: (("kind", "ref"), source_name),
+    Memory: (("statement",), lambda statement: quoted(Truncator(statement).chars(STATEMENT_SHOWN))),
+}
 
 
 class BadCursor(ValueError):
@@ -90,6 +142,24 @@ class Change:
     field: str
     before: str
     after: str
+    # The values as the export writes them where they differ from the words: a moment in
+    # ISO 8601, as the export's ``when`` column.
+    before_data: str | None = None
+    after_data: str | None = None
+
+    @property
+    def exported(self) -> tuple[str, str]:
+        before = self.before if self.before_data is None else self.before_data
+        return before, self.after if self.after_data is None else self.after_data
+
+
+@dataclass(frozen=True)
+class Known:
+    """What a page's changes point at, looked up in one query per model: each object's name,
+    and each subject's reference (the address of its page, and the export's ``subject``)."""
+
+    names: dict[tuple[type[Model], Any], str]
+    subject_refs: dict[Any, str]
 
 
 @dataclass(frozen=True)
@@ -105,6 +175,7 @@ class Entry:
     object_id: str
     object_words: str
     subject: str  # the reference of the subject it is about, or ""
+    subject_name: str  # its name, as the pages say it (``Subject.name``)
     subject_link: str
     reason: str
     changes: tuple[Change, ...]
@@ -112,6 +183,8 @@ class Entry:
     # of an object made before its history was.
     listed: bool
     link: str
+    # What a creation made, in a line, before the list of every field it set ("" for none).
+    summary: str = ""
 
     @property
     def cursor(self) -> Cursor:
@@ -130,14 +203,15 @@ DESCRIBED: dict[str, Callable[[Any], str]] = {
     "agent": lambda row: row.name,
     "agentkey": lambda row: f"key {row.prefix}…",
     "run": lambda row: row.ref,
-    "source": lambda row: row.ref,
-    "memory": lambda row: f"“{row.statement}”" if row.statement else "(erased)",
+    "source": lambda row: source_name(row.kind, row.ref),
+    "memory": lambda row: quoted(row.statement),
     "conflict": lambda row: f"slot {row.key}",
     "policy": lambda row: "the write policy",
     "ledgerentry": lambda row: row.fact or "(erased)",
     "journalentry": lambda row: row.action,
     "runnote": lambda row: f"note {row.key}",
-    "retractionbatch": lambda row: f"batch deletion of {day(row.retracted_at)}",
+    # By its moment, as the batch deletions page lists them, after its kind's name.
+    "retractionbatch": lambda row: when(row.retracted_at),
     PERSON: lambda row: row.username,
 }
 
@@ -155,8 +229,21 @@ PAGES: dict[str, tuple[str, str]] = {
 }
 
 
+def corrects(row: Any) -> bool:
+    """Whether a memory's row is of a dashboard correction or an admin's revert (as
+    ``MemoryQuerySet.corrections`` says): the ones the corrections pages compare and revert."""
+    correction = row.supersedes_id is not None and row.stated_by in CORRECTIONS
+    return correction or row.restores_id is not None
+
+
 def link_for(kind: str, row: Any) -> str:
-    """The address of the object a change was to, for the kinds that have a page; else ""."""
+    """The address of the object a change was to, for the kinds that have a page; else "".
+
+    A correction or a revert links to its page among the corrections, where it can be
+    compared with what it replaced and reverted, rather than to its trace.
+    """
+    if kind == "memory" and corrects(row):
+        return reverse("audit-correction", args=[row.id])
     page = PAGES.get(kind)
     if page is None:
         return ""
@@ -170,12 +257,51 @@ def link_for(kind: str, row: Any) -> str:
         return ""
 
 
-def _words(field: Field[Any, Any], value: Any, named: dict[tuple[type[Model], Any], str]) -> str:
+@dataclass(frozen=True)
+class Wording:
+    """How one column of one kind is said when its model field alone cannot say it: its
+    label, and the words for a value (given the row it is on)."""
+
+    label: str
+    words: Callable[[Any, Any], str]
+
+
+def _stated_by(row: Any, value: str) -> str:
+    if row.basis == Basis.INFERRED and not value:
+        # A guess was never stated by anyone: only a confirmation or a correction makes it so.
+        return "nobody (a guess)"
+    return str(StatedBy(value).label) if value in StatedBy.values else value
+
+
+def _setting(setting: policy.PolicySetting) -> Wording:
+    def words(row: Any, value: Any) -> str:
+        if setting.name == policy.KEYS_SETTING:
+            return ", ".join(value) if value else "none"
+        return setting.amount(value)
+
+    return Wording(setting.label, words)
+
+
+def _restriction(restriction: policy.Restriction) -> Wording:
+    # The admin's reason is the change's own reason: said once, in the "why".
+    return Wording(restriction.words.capitalize(), lambda row, value: "yes" if value else "no")
+
+
+SAID: dict[tuple[str, str], Wording] = {
+    ("memory", "stated_by"): Wording("Stated by", _stated_by),
+    ("source", "ref"): Wording("Reference", lambda row, ref: source_name(row.kind, ref)),
+    **{("agent", r.field): _restriction(r) for r in policy.Restriction},
+    # As the policy page labels and says them.
+    **{("policy", s.name): _setting(s) for s in policy.POLICY_SETTINGS},
+}
+
+
+def _words(field: Field[Any, Any], value: Any, names: dict[tuple[type[Model], Any], str]) -> str:
     """A stored value as a person reads it: a choice's label, a date, an object's name."""
     if value is None or value == "":
         return ""
     if isinstance(field, ForeignKey):
-        return named.get((field.related_model, value), str(value))
+        return names.get((field.related_model, value), str(value))
     if field.choices:
         return str(dict(field.flatchoices).get(value, value))
     if isinstance(value, bool):
@@ -185,6 +311,24 @@ def _words(field: Field[Any, Any], value: Any, named: dict[tuple[type[Model], An
     if isinstance(value, dict | list):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
     return str(value)
+
+
+def _memory_summary(row: Any) -> str:
+    """What a memory was written as, in a line beside its words (the entry's object): its
+    basis, kind, slot and, when not in use at once, its status."""
+    basis = str(Basis(row.basis).label) if row.basis in Basis.values else row.basis
+    kind = str(MemoryKind(row.kind).label) if row.kind in MemoryKind.values else row.kind
+    article = "An" if basis[:1] in "aeiou" else "A"
+    said = [f"{article} {basis} {kind}"]
+    if row.key:
+        said.append(f"in slot {row.key}")
+    if row.status != MemoryStatus.ACTIVE and row.status in MemoryStatus.values:
+        said.append(str(MemoryStatus(row.status).label))
+    return ", ".join(said)
+
+
+# The line a creation of these kinds is summed up by, above every field it set.
+SUMMARIES: dict[str, Callable[[Any], str]] = {"memory": _memory_summary}
 
 
 class Table:
@@ -235,7 +379,12 @@ class Table:
         """The named objects these rows point at, to look their names up in bulk."""
         return iter(())
 
-    def entries(self, rows: list[Any], named: dict[tuple[type[Model], Any], str]) -> list[Entry]:
+    def previous(self, rows: list[Any]) -> list[Any]:
+        """The rows ``rows`` are compared with, that are not among them; none by default."""
+        return []
+
+    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
+        """``rows`` as entries; ``earlier`` is what ``previous`` found for them."""
         raise NotImplementedError
 
 
@@ -248,6 +397,7 @@ class HistoryTable(Table):
     def __init__(self, model: type[Model]) -> None:
         self.kind = model._meta.model_name or ""
         self.label = str(model._meta.verbose_name)
+        self.model = model
         self.rows = model.history.model  # type: ignore[attr-defined]
         # The tracked object's id, copied onto each of its history rows.
         self.object_field = model._meta.pk.attname
@@ -299,22 +449,22 @@ class HistoryTable(Table):
         )
         return list(history.filter(history_id__in=wanted))
 
-    def entries(self, rows: list[Any], named: dict[tuple[type[Model], Any], str]) -> list[Entry]:
+    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
         # A row's previous one is among these and the page itself: the latest older row of
         # the same object there is the one just before it.
-        known = [*rows, *self.previous(rows)]
         by_object: dict[Any, list[Any]] = {}
-        for row in known:
+        for row in [*rows, *earlier]:
             by_object.setdefault(getattr(row, self.object_field), []).append(row)
         entries = []
         for row in rows:
             mine = self._order(row)
             older = [r for r in by_object[getattr(row, self.object_field)] if self._order(r) < mine]
-            before = max(older, key=self._order) if older else None
+            before = max(older, key=self._order) if older else self._first_compared_with()
             action = ACTIONS.get(row.history_type, row.history_type)
             # A subject's own entries are about itself: its name already says which.
             about = row.history_subject_id if self.kind != "subject" else None
-            subject = named.get((Subject, about), "")
+            subject = known.subject_refs.get(about, "")
+            summary = SUMMARIES.get(self.kind) if row.history_type == "+" else None
             entries.append(
                 Entry(
                     at=row.history_date,
@@ -328,14 +478,22 @@ class HistoryTable(Table):
                     object_id=str(getattr(row, self.object_field)),
                     object_words=self._described(row),
                     subject=subject,
+                    subject_name=known.names.get((Subject, about), subject),
                     subject_link=link_for("subject", Subject(ref=subject)) if subject else "",
                     reason=row.history_change_reason or "",
-                    changes=self._changes(before, row, named),
+                    changes=self._changes(before, row, known.names),
                     listed=before is None,
                     link=link_for(self.kind, row),
+                    summary=summary(row) if summary else "",
                 )
             )
         return entries
+
+    def _first_compared_with(self) -> Any:
+        """What an object's first history row is compared with: nothing (every field it
+        set is listed), but for the policy, the settings memoryadmin ships with (version 1,
+        the row a migration made, which has no history of its own) as its page says."""
+        return Policy(pk=1) if self.model is Policy else None
 
     def _described(self, row: Any) -> str:
         describe = DESCRIBED.get(self.kind)
@@ -346,7 +504,7 @@ class HistoryTable(Table):
         return (row.history_date, row.history_id)
 
     def _changes(
-        self, before: Any, after: Any, named: dict[tuple[type[Model], Any], str]
+        self, before: Any, after: Any, names: dict[tuple[type[Model], Any], str]
     ) -> tuple[Change, ...]:
         """The fields that differ from the row before; for a creation, every field set.
 
@@ -357,21 +515,36 @@ class HistoryTable(Table):
         found = []
         for field in self.compared:
             new = getattr(after, field.attname)
+            label = self._label(field)
             if before is None:
                 if new in (None, "", False, [], {}):
                     continue
-                found.append(Change(_label(field), unknown, _words(field, new, named)))
+                words, data = self._value(field, after, names)
+                found.append(Change(label, unknown, words, None, data))
             elif getattr(before, field.attname) != new:
-                old = getattr(before, field.attname)
-                found.append(
-                    Change(_label(field), _words(field, old, named), _words(field, new, named))
-                )
+                old_words, old_data = self._value(field, before, names)
+                words, data = self._value(field, after, names)
+                found.append(Change(label, old_words, words, old_data, data))
         return tuple(found)
 
+    def _label(self, field: Field[Any, Any]) -> str:
+        wording = SAID.get((self.kind, field.attname))
+        if wording is not None:
+            return wording.label
+        name = str(field.verbose_name)
+        return name[:1].upper() + name[1:]
 
-def _label(field: Field[Any, Any]) -> str:
-    name = str(field.verbose_name)
-    return name[:1].upper() + name[1:]
+    def _value(
+        self, field: Field[Any, Any], row: Any, names: dict[tuple[type[Model], Any], str]
+    ) -> tuple[str, str | None]:
+        """A field's value on ``row`` in words, and as the export writes it when that
+        differs (None when it does not)."""
+        value = getattr(row, field.attname)
+        wording = SAID.get((self.kind, field.attname))
+        if wording is not None:
+            return wording.words(row, value), None
+        words = _words(field, value, names)
+        return words, value.isoformat() if isinstance(value, datetime) else None
 
 
 class PersonTable(Table):
@@ -385,18 +558,38 @@ class PersonTable(Table):
         # A person is no subject's, and is never deleted (only their access is ended).
         if filters.subject_id is not None or filters.action == "deleted":
             return None
-        rows = super().filtered(filters)
-        if rows is None or not filters.action:
-            return rows
-        if filters.action == "created":
-            return rows.filter(field=PersonField.PERSON)
-        return rows.exclude(field=PersonField.PERSON)
+        found = super().filtered(filters)
+        if found is None:
+            return None
+        rows: QuerySet[Any] = found.annotate(in_creation=self._in_creation())
+        if filters.action:
+            rows = rows.filter(in_creation=filters.action == "created")
+        return rows
 
-    def entries(self, rows: list[Any], named: dict[tuple[type[Model], Any], str]) -> list[Entry]:
+    @staticmethod
+    def _in_creation() -> Case:
+        """Whether a row is of a person's creation: their own row, or one of what they were
+        given then (``CREATED_WITH``, from nothing), written with it: after it, by the same
+        actor for the same reason, within ``CREATION_WINDOW``."""
+        creation = PersonChange.objects.filter(
+            username=OuterRef("username"),
+            field=PersonField.PERSON,
+            actor=OuterRef("actor"),
+            reason=OuterRef("reason"),
+            id__lt=OuterRef("id"),
+            changed_at__gte=OuterRef("changed_at") - CREATION_WINDOW,
+        )
+        given = Q(field__in=CREATED_WITH, before="") & Exists(creation)
+        return Case(
+            When(Q(field=PersonField.PERSON) | given, then=Value(True)),
+            default=Value(False),
+        )
+
+    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
         return [self._entry(row) for row in rows]
 
-    def _entry(self, row: PersonChange) -> Entry:
-        created = row.field == PersonField.PERSON
+    def _entry(self, row: Any) -> Entry:
+        created = row.in_creation
         field = row.field.replace("_", " ")
         return Entry(
             at=row.changed_at,
@@ -410,10 +603,13 @@ class PersonTable(Table):
             object_id=str(row.person_id or ""),
             object_words=row.username,
             subject="",
+            subject_name="",
             subject_link="",
             reason=row.reason,
             # A person's creation is its own entry; what they were given follows it.
-            changes=() if created else (Change(field, row.before, row.after),),
+            changes=()
+            if row.field == PersonField.PERSON
+            else (Change(field, row.before, row.after),),
             listed=False,
             link=link_for(self.kind, row),
         )
@@ -442,17 +638,21 @@ def subject_id_for(ref: str) -> int | None:
     return found
 
 
-def _names(wanted: Iterable[tuple[type[Model], Any]]) -> dict[tuple[type[Model], Any], str]:
+def _known(wanted: Iterable[tuple[type[Model], Any]]) -> Known:
     by_model: dict[type[Model], set[Any]] = {}
     for model, pk in wanted:
         by_model.setdefault(model, set()).add(pk)
-    named: dict[tuple[type[Model], Any], str] = {}
+    known = Known(names={}, subject_refs={})
     for model, pks in by_model.items():
-        attribute = NAMED_BY[model]
+        columns, name = NAMED_BY[model]
+        # A subject's reference is read with its name: its page's address needs it.
+        read = ("ref", *columns) if model is Subject else columns
         rows = model._default_manager.filter(pk__in=pks).order_by()
-        for pk, name in rows.values_list("pk", attribute):
-            named[(model, pk)] = name
-    return named
+        for pk, *values in rows.values_list("pk", *read):
+            if model is Subject:
+                known.subject_refs[pk] = values.pop(0)
+            known.names[(model, pk)] = name(*values)
+    return known
 
 
 def page(filters: Filters, *, after: Cursor | None = None, size: int) -> Page:
@@ -465,8 +665,18 @@ def page(filters: Filters, *, after: Cursor | None = None, size: int) -> Page:
     rows_of: dict[Table, list[Any]] = {}
     for _, table, row in shown:
         rows_of.setdefault(table, []).append(row)
-    named = _names(pair for table, rows in rows_of.items() for pair in table.pointed_at(rows))
-    entries = [entry for table, rows in rows_of.items() for entry in table.entries(rows, named)]
+    earlier = {table: table.previous(rows) for table, rows in rows_of.items()}
+    # What the rows before point at is named too: a value a change replaced.
+    known = _known(
+        pair
+        for table, rows in rows_of.items()
+        for pair in table.pointed_at([*rows, *earlier[table]])
+    )
+    entries = [
+        entry
+        for table, rows in rows_of.items()
+        for entry in table.entries(rows, earlier[table], known)
+    ]
     entries.sort(key=lambda entry: (entry.at, entry.kind, entry.id), reverse=True)
     more = len(found) > size
     return Page(entries, entries[-1].cursor.encode() if more and entries else "")

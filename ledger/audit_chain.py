@@ -13,9 +13,10 @@ The changes to people and the records of erasures are chained the same way. Chan
 backdating or deleting a sealed row, or removing a seal, breaks the chain at that row. An
 erasure changes only what the digest covers, so the chain still follows; the verifier
 accepts a digest that no longer matches only in exactly the shape an erasure
-leaves (the row's subject was erased, its erasable fields are blank and its reason is
-erasure's). Which fields changed since the object's previous version is not listed
-separately: the hash covers the whole row, so any change to one is caught. Links Django
+leaves (its erasable fields are blank, its reason is erasure's, and it is dated at or
+before an erasure of its subject: a past erasure does not excuse later history). Which
+fields changed since the object's previous version is not listed separately: the hash
+covers the whole row, so any change to one is caught. Links Django
 clears when the row they point at is deleted (``history_user_id``, ``PersonChange.person``)
 are left out of the hash, so that deleting a person does not break the audit; the actor
 in words (``history_actor``, ``PersonChange.actor``) is in it.
@@ -487,20 +488,26 @@ def _chunks(chain: Chain) -> Iterator[list[AuditSeal]]:
 
 def _left_by_erasure(chain: Chain, rows: Iterable[dict[str, Any]]) -> set[int]:
     """The rows, of those given, that are exactly as an erasure of their subject leaves
-    them: every erasable field blank, the reason erasure's, and the subject erased."""
+    them: every erasable field blank, the reason erasure's, and the row dated at or before
+    an erasure of a subject it is about (``erase_subject`` blanks no later row)."""
     if chain.erasable is None:
         return set()
-    blank = ERASABLE[chain.erasable].blank
+    erasable = ERASABLE[chain.erasable]
     blanked = [
         row[chain.row_id]
         for row in rows
-        if all(row[name] == value for name, value in blank.items())
+        if all(row[name] == value for name, value in erasable.blank.items())
         and row[chain.reason] in ERASURE_REASONS
     ]
     if not blanked:
         return set()
-    reach = ERASABLE[chain.erasable].reach(Erasure.objects.values("subject_id"))
-    found = chain.rows().filter(reach, **{f"{chain.row_id}__in": blanked})
+    # Correlated with each row's date, so one query answers for every erasure there is; a
+    # later erasure of the subject covers the rows written since an earlier one.
+    written = OuterRef(chain.date)
+    for _ in range(erasable.depth - 1):
+        written = OuterRef(written)
+    erased = Erasure.objects.filter(erased_at__gte=written).values("subject_id")
+    found = chain.rows().filter(erasable.reach(erased), **{f"{chain.row_id}__in": blanked})
     return set(found.values_list(chain.row_id, flat=True))
 
 

@@ -1,6 +1,7 @@
 """What the admin's review of corrections reads: each correction with the memory it
-replaced, who wrote each and why, the chain of versions it sits in, and whether agents
-were still given the replaced words after the correction was written.
+replaced, who wrote each and why, the chain of versions it sits in, whether agents were
+still given the replaced words after the correction was written, and the correction's own
+reach: how often, and in which runs, agents were given its words since.
 
 How that last question is answered: agents get memories only by recall, and every recall
 is stored with each memory it served (``Recall``, ``RecallItem``). A correction supersedes
@@ -21,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef, Q
 
 from ledger.actions.erasure import REASON_REMOVED
 from ledger.actions.lifecycle import CORRECTION_OF
@@ -29,14 +30,21 @@ from ledger.actions.reverts import REVERT_OF
 from ledger.models import Memory, RecallItem
 from ledger.querysets import ConversationRow, MemoryQuerySet
 
-# The most recalls a correction's page lists one by one; the count is always exact.
+# The most recalls (or runs) a correction's page lists one by one; counts are always exact.
 READS_SHOWN = 50
 
 
 def listing(memories: MemoryQuerySet) -> MemoryQuerySet:
-    """Corrections (and reverts) among ``memories``, each with its author and what it
-    replaced, ready for a page: newest first is the caller's keyset order."""
-    return memories.corrections().with_author().select_related("subject", "supersedes", "restores")
+    """Corrections (and reverts) among ``memories``, each with its author, what it
+    replaced and whether a revert replaced it in turn (``reverted``), ready for a page:
+    newest first is the caller's keyset order."""
+    reverts = Memory.objects.filter(supersedes=OuterRef("pk"), restores__isnull=False)
+    return (
+        memories.corrections()
+        .with_author()
+        .annotate(reverted=Exists(reverts))
+        .select_related("subject", "supersedes", "restores")
+    )
 
 
 def why(reason: str | None) -> str:
@@ -88,6 +96,36 @@ def reads_after(original: Memory, since: datetime) -> Reads:
         before=counts["before"],
         runs=list(after.conversations()),
         latest=list(latest),
+    )
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How often agents were given a replacement's words: every recall that served it was
+    made after it was written, since recall serves only what exists."""
+
+    times: int
+    # How many of those reads were made outside any run.
+    outside: int
+    # How many runs were given it, and the latest of them, at most ``READS_SHOWN``.
+    runs_total: int
+    runs: list[ConversationRow]
+
+
+def reach_of(replacement: Memory) -> Reach:
+    """Who was given ``replacement`` since it was written, in two queries."""
+    served = RecallItem.objects.of_memories([replacement])
+    counts = served.aggregate(
+        times=Count("pk"),
+        outside=Count("pk", filter=Q(recall__run__isnull=True)),
+        runs=Count("recall__run", distinct=True),
+    )
+    in_runs = served.filter(recall__run__isnull=False).conversations()
+    return Reach(
+        times=counts["times"],
+        outside=counts["outside"],
+        runs_total=counts["runs"],
+        runs=list(in_runs[:READS_SHOWN]),
     )
 
 

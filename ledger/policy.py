@@ -31,6 +31,7 @@ from ledger.dates import when
 
 if TYPE_CHECKING:
     from ledger.models import Agent, LedgerEntry, Policy
+    from ledger.revocations import Revocation
 
 # Characters that could end a line, reorder text or hide words when a statement is pasted
 # into a prompt or shown on a page: control characters, line and paragraph separators,
@@ -645,11 +646,13 @@ def refuse_bad_grace(hours: int) -> None:
         )
 
 
-def refuse_if_revoked(agent: Agent) -> None:
+def refuse_if_revoked(agent: Agent, revoked: Revocation | None) -> None:
     if not agent.is_active:
         raise Refusal(
             "agent_revoked",
-            f"The agent '{agent.name}' is revoked; a revoked agent gets no new key.",
+            f"The agent '{agent.name}' was revoked {_revoked_words(revoked)} A revoked agent "
+            "gets no new key and its name is not used again: make a new agent, with another "
+            "name, to give the program a key.",
             409,
         )
 
@@ -680,14 +683,35 @@ def refuse_bad_agent_name(name: str) -> None:
         )
 
 
-def refuse_taken_agent_name(name: str, *, taken: bool) -> None:
-    if taken:
+def refuse_taken_agent_name(
+    name: str, *, existing: Agent | None, revoked: Revocation | None
+) -> None:
+    """A name is never used twice. A revoked agent keeps its name with its history, which
+    the audit and everything it wrote show under that name: another agent of that name
+    would be taken for it. Only a working agent's name points to rotation."""
+    if existing is None:
+        return
+    if not existing.is_active:
         raise Refusal(
-            "agent_name_taken",
-            f"An agent named '{name}' already exists. To give it a new key, rotate its key: "
-            "its old key keeps working for a grace period you choose, then stops.",
+            "agent_name_revoked",
+            f"The name '{name}' belonged to an agent revoked {_revoked_words(revoked)} A "
+            "revoked agent keeps its name with its history, so the name must not be used "
+            "again: choose another name.",
             409,
         )
+    raise Refusal(
+        "agent_name_taken",
+        f"An agent named '{name}' already exists, made on {when(existing.created_at)}: its "
+        "key was shown once, then, and cannot be shown again. To give it a new key, rotate "
+        "its key: its old key keeps working for a grace period you choose, then stops.",
+        409,
+    )
+
+
+def _revoked_words(revoked: Revocation | None) -> str:
+    if revoked is None:
+        return "(its history does not say when)."
+    return _sentence(revoked.words)
 
 
 def refuse_without_scopes(scopes: list[str]) -> None:
@@ -714,6 +738,17 @@ def refuse_revoked_twice(agent: Agent) -> None:
         )
 
 
+def refuse_restricting_revoked(agent: Agent, revoked: Revocation | None) -> None:
+    """A revoked agent has no working key: there are no writes left to restrict."""
+    if not agent.is_active:
+        raise Refusal(
+            "agent_revoked",
+            f"The agent '{agent.name}' was revoked {_revoked_words(revoked)} None of its "
+            "keys works, so it has no writes to restrict. Nothing changed.",
+            409,
+        )
+
+
 class Restriction(StrEnum):
     """What an admin may do to an agent's writes; each is kept as the admin's reason in the
     agent's ``<name>_because`` field (empty: not restricted)."""
@@ -735,11 +770,24 @@ class Restriction(StrEnum):
         """The stable code a program reads in a decision the restriction changed."""
         return f"agent_{self.value}"
 
+    def change(self, *, on: bool) -> str:
+        """What putting it on (or lifting it) is called: the start of the reason kept in the
+        agent's history, before the admin's own words."""
+        return _RESTRICTION_CHANGES[self][0 if on else 1]
+
 
 _RESTRICTION_WORDS = {
     Restriction.WRITES_PAUSED: "writes paused",
     Restriction.QUARANTINED: "quarantined",
     Restriction.STATED_UNTRUSTED: "not trusted for stated memories",
+}
+_RESTRICTION_CHANGES = {
+    Restriction.WRITES_PAUSED: ("Writes paused", "Pause lifted"),
+    Restriction.QUARANTINED: ("Quarantine started", "Quarantine ended"),
+    Restriction.STATED_UNTRUSTED: (
+        "Stated memories no longer trusted",
+        "Stated memories trusted again",
+    ),
 }
 
 # 423 Locked: the request may be fine; an admin holds this agent's writes until they lift
@@ -1182,6 +1230,7 @@ class PersonFacts:
     active: bool
     end_user: bool
     has_email: bool
+    owned_subjects: int
 
 
 def refuse_person_move(move: PersonMove, person: PersonFacts) -> None:
@@ -1204,6 +1253,8 @@ def refuse_person_move(move: PersonMove, person: PersonFacts) -> None:
         raise Refusal("person_disabled", f"{person.name} is already disabled.", 409)
     if move == PersonMove.ENABLE and person.active:
         raise Refusal("person_active", f"{person.name} can already sign in.", 409)
+    if move == PersonMove.CHANGE_ROLE:
+        refuse_owner_leaving_end_users(person)
     if move == PersonMove.LINK_SUBJECT and not person.end_user:
         raise Refusal(
             "person_not_end_user",
@@ -1228,16 +1279,33 @@ def refuse_person_move(move: PersonMove, person: PersonFacts) -> None:
         )
 
 
+def refuse_owner_leaving_end_users(person: PersonFacts) -> None:
+    """An end user who owns subjects stays one: as support or an admin they would work on
+    their own subjects as staff, not as the person whose subjects they are. Their subjects
+    are unlinked first, each with its reason, so that their history says so."""
+    if person.end_user and person.owned_subjects:
+        owned = "a subject" if person.owned_subjects == 1 else f"{person.owned_subjects} subjects"
+        raise Refusal(
+            "person_owns_subjects",
+            f"{person.name} owns {owned}: as support or an admin they would work on their own "
+            "as staff. Unlink their subjects first (on their page, each with a reason), then "
+            "change the role. Nothing was changed.",
+            409,
+        )
+
+
+def person_move_refusal(move: PersonMove, person: PersonFacts) -> Refusal | None:
+    """Why the person page does not offer ``move``, or None when it does."""
+    try:
+        refuse_person_move(move, person)
+    except Refusal as refusal:
+        return refusal
+    return None
+
+
 def person_moves(person: PersonFacts) -> frozenset[PersonMove]:
     """The moves the person page offers: the ones ``refuse_person_move`` lets through."""
-    allowed = set()
-    for move in PersonMove:
-        try:
-            refuse_person_move(move, person)
-        except Refusal:
-            continue
-        allowed.add(move)
-    return frozenset(allowed)
+    return frozenset(move for move in PersonMove if person_move_refusal(move, person) is None)
 
 
 # Addresses under /people/ that are pages, not people.

@@ -220,12 +220,39 @@ def test_a_write_decision_has_a_history_page(alex: Client, one_of_each: None) ->
     assert response.status_code == 200
 
 
-def test_a_tracked_rows_history_says_who_in_what_role_and_why(
+def _cells(html: str) -> list[list[str]]:
+    """The history table's rows, each cell's text with tags and spaces taken out."""
+    table = html.split('id="change-history"')[1].split("</table>")[0]
+    return [
+        [
+            " ".join(re.sub(r"<[^>]+>", " ", cell).split())
+            for cell in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", row, re.S)
+        ]
+        for row in re.findall(r"<tr>(.*?)</tr>", table, re.S)
+    ]
+
+
+def test_a_tracked_rows_history_says_who_in_what_role_why_and_what_changed_in_words(
     alex: Client, one_of_each: None
 ) -> None:
     memory = Memory.objects.get(statement="Prefers email.")
     html = alex.get(f"/admin/ledger/memory/{memory.pk}/history/").content.decode()
-    assert "user:alex" in html and "admin" in html and "Misread." in html
+    heading, deleted, created = _cells(html)
+    assert heading == [
+        "When",
+        "What happened",
+        "Who",
+        "In the role of",
+        "Why",
+        "What changed",
+        "Version",
+    ]
+    assert deleted[1:4] == ["Changed", "you", "an admin"]
+    assert deleted[4].endswith("Misread.")
+    assert "Status: in use → deleted" in deleted[5]
+    assert created[1:4] == ["Created", "the assistant (fixture-agent)", "an agent"]
+    assert created[5].startswith("The first version")
+    assert "history_actor" not in html.lower() and "None" not in html
     assert 'style="' not in html
 
 
@@ -259,6 +286,9 @@ def test_a_person_in_the_django_admin_is_text_without_a_password_and_points_to_t
     assert 'href="/people/dana/"' in html
     assert dana.password not in html and "password" not in html.lower().split("<form")[1]
     assert 'name="is_superuser"' not in html and 'name="username"' not in html
+    # Help for reading, not Django's advice on what to type.
+    assert "150 characters or fewer" not in html and "Designates" not in html
+    assert "It follows the Admin role." in html
 
 
 def test_the_policy_is_read_only_in_the_django_admin_and_points_to_its_page(
@@ -268,9 +298,37 @@ def test_the_policy_is_read_only_in_the_django_admin_and_points_to_its_page(
     html = alex.get("/admin/ledger/policy/1/change/").content.decode()
     assert 'href="/policy/"' in html
     assert 'name="recall_cap"' not in html
+    # The policy page's words for each setting, not its column's name.
+    assert "<label>Life of a preference:</label>" in html and "Ttl preference" not in html
+    assert "expires after this many days. From 1 to 36500 days." in html
     response = alex.post("/admin/ledger/policy/1/change/", {"recall_cap": 3})
     assert response.status_code == 403
     assert Policy.current().recall_cap == before
+    refused = response.content.decode()
+    assert "The Django admin only reads" in refused and "403 Forbidden" not in refused
+    assert 'href="/admin/ledger/policy/1/change/">Back to the page, unchanged' in refused
+    assert 'href="/admin/">Back to the Django admin' in refused
+
+
+def test_the_policy_history_in_the_django_admin_names_settings_as_the_policy_page_does(
+    alex: Client, people: dict[str, User]
+) -> None:
+    admin_actor = Actor.for_user(people["alex"])
+    change_policy(actor=admin_actor, reason="Shorter recalls.", recall_cap=15)
+    change_policy(actor=admin_actor, reason="Shorter still.", recall_cap=12)
+    _, newest, oldest = _cells(alex.get("/admin/ledger/policy/1/history/").content.decode())
+    assert "Memories per recall: 15 → 12" in newest[5]
+    assert "Version:" in newest[5] and "Recall cap" not in newest[5]
+    # The first change kept: what it changed from was never recorded.
+    assert oldest[5].startswith("The earliest version kept")
+
+
+def test_a_403_elsewhere_says_so_in_words_with_a_way_back(alex: Client) -> None:
+    response = alex.get("/admin/auth/user/add/")
+    assert response.status_code == 403
+    html = response.content.decode()
+    assert "Not allowed here" in html and 'href="/admin/">Back to the Django admin' in html
+    assert "Back to the page, unchanged" not in html
 
 
 # In a real browser, under the site's Content-Security-Policy.

@@ -112,7 +112,7 @@ def test_an_admin_reverts_a_wrong_correction_and_creates_rotates_and_revokes_a_k
 
     # Corrections have their own page, to compare and revert: narrowed to support's too.
     page.get_by_role("main").get_by_role("link", name="Corrections").click()
-    page.get_by_label("Corrected by").select_option(label="Support")
+    page.get_by_label("Role").select_option(label="support")
     page.get_by_role("button", name="Show").click()
     page.wait_for_url(re.compile(r"/audit/corrections/\?who=support"))
     row = page.get_by_role("row").filter(has_text=WRONG)
@@ -131,6 +131,10 @@ def test_an_admin_reverts_a_wrong_correction_and_creates_rotates_and_revokes_a_k
     assert left["x"] + left["width"] <= right["x"] and abs(left["y"] - right["y"]) < 2
     expect(page.get_by_role("region", name="Who corrected it, and why")).to_contain_text(TICKET)
     # The recall since the correction was given the replacement, never the original.
+    reach = page.get_by_role("region", name="Was the replacement given to agents?")
+    expect(reach).to_contain_text(
+        "Agents given the replacement since it was written: 1 time, in run run_171."
+    )
     reads = page.get_by_role("region", name="Was the original still given to agents?")
     expect(reads).to_contain_text("No: no agent was given the original")
 
@@ -149,8 +153,9 @@ def test_an_admin_reverts_a_wrong_correction_and_creates_rotates_and_revokes_a_k
     page.get_by_label("Why it is reverted").fill(WHY_REVERTED)
     page.get_by_role("button", name="Revert this correction").click()
     expect(page.get_by_role("status").filter(has_text="Reverted.")).to_contain_text(SAID)
-    expect(replacement.locator(".badge")).to_have_text("Replaced by a correction")
+    expect(replacement.locator(".badge")).to_have_text("Replaced by a revert")
     expect(original.locator(".badge")).to_have_text("Replaced by a correction")
+    expect(page.get_by_role("region", name="Reverted")).to_contain_text(WHY_REVERTED)
     expect(page.get_by_role("button", name="Revert this correction")).to_have_count(0)
     wrong_account.refresh_from_db()
     assert wrong_account.status == Memory.Status.SUPERSEDED

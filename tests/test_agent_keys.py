@@ -188,10 +188,37 @@ def test_a_taken_name_points_to_rotation(admin: Client) -> None:
     response = admin.post("/agents/new/", {"name": "crm-assistant", "scopes": ["read"]})
     assert response.status_code == 409
     page = response.content.decode()
-    assert "already exists" in page and "rotate its key" in page
+    assert f"already exists, made on {when(START)}: its key was shown once" in page
+    assert "rotate its key" in page
     assert 'href="/agents/crm-assistant/#rotate"' in page
     assert keys_in(page) == []
     assert AgentKey.objects.count() == 1
+
+
+def test_sending_the_create_form_again_says_the_key_was_already_shown(admin: Client) -> None:
+    form = {"name": "crm-assistant", "scopes": ["read"]}
+    assert admin.post("/agents/new/", form).status_code == 201
+    again = admin.post("/agents/new/", form)
+    assert again.status_code == 409
+    assert "its key was shown once, then, and cannot be shown again" in again.content.decode()
+    assert keys_in(again.content.decode()) == [] and AgentKey.objects.count() == 1
+
+
+def test_a_revoked_agents_name_is_not_used_again_on_the_page(admin: Client) -> None:
+    admin.post("/agents/new/", {"name": "crm-assistant", "scopes": ["read"]})
+    admin.post("/agents/crm-assistant/revoke/", {"reason": "Key leaked.", "confirm": "on"})
+    response = admin.post("/agents/new/", {"name": "crm-assistant", "scopes": ["read"]})
+    assert response.status_code == 409
+    page = response.content.decode().replace("&#x27;", "'")
+    assert (
+        f"The name 'crm-assistant' belonged to an agent revoked on {when(START)} by an admin "
+        "(ada), who said: Key leaked. A revoked agent keeps its name with its history, so the "
+        "name must not be used again: choose another name."
+    ) in page
+    # Not to a rotation form a revoked agent's page does not have: to its history.
+    assert "#rotate" not in page and 'href="/agents/crm-assistant/#history"' in page
+    assert 'value="crm-assistant"' in page
+    assert Agent.objects.count() == 1 and AgentKey.objects.count() == 1
 
 
 # The pages: the list and one agent.
@@ -217,6 +244,25 @@ def test_the_list_shows_prefixes_scopes_dates_and_status(admin: Client) -> None:
     assert "read, write" in page
     assert when(START) in page
     assert "revoked" in page and "writes paused" in page and "active" in page
+    # Used once (crm-assistant), or never: no request came with the others' keys.
+    assert page.count('never <span class="meta">(no request with its keys yet)</span>') == 2
+
+
+def test_the_keys_table_says_whether_each_key_works_in_one_phrase(
+    admin: Client, frozen: Any
+) -> None:
+    agent, old = create_agent(name="crm-assistant", scopes=["read"], actor=CLI)
+    page = admin.get("/agents/crm-assistant/").content.decode()
+    assert "works</span></td>" in page and "Working." not in page
+    assert "never (no request with this key yet)" in page
+    status_of(old)
+    rotate_agent_key(agent=agent, actor=CLI, grace_hours=2, reason="Yearly.")
+    page = admin.get("/agents/crm-assistant/").content.decode()
+    ends = when(START + timedelta(hours=2))
+    assert f"until {ends}, the end of a rotation&#x27;s grace period" in page
+    frozen.move_to(START + timedelta(hours=3))
+    page = admin.get("/agents/crm-assistant/").content.decode()
+    assert f'stopped</span> <span class="meta">on {ends}: replaced by a rotation' in page
 
 
 def test_rotating_on_the_page_shows_the_new_key_once(admin: Client) -> None:
@@ -284,7 +330,9 @@ def test_rotating_a_revoked_agent_on_the_page_is_refused(admin: Client) -> None:
     revoke_agent(agent=agent, actor=CLI, reason="Retired.")
     response = admin.post("/agents/crm-assistant/rotate/", {"grace_hours": "1", "reason": "x"})
     assert response.status_code == 409
-    assert "a revoked agent gets no new key" in response.content.decode()
+    page = response.content.decode()
+    assert f"was revoked on {when(START)} by the system (test), who said: Retired." in page
+    assert "A revoked agent gets no new key" in page and "with another name" in page
     assert AgentKey.objects.count() == 1
 
 
@@ -300,10 +348,60 @@ def test_revoking_on_the_page_needs_a_reason_and_a_tick(admin: Client) -> None:
     assert status_of(key) == 200
 
     done = admin.post("/agents/crm-assistant/revoke/", {"reason": "Leaked.", "confirm": "on"})
-    assert done.status_code == 200
+    # To the agent's page: a reload shows it again rather than sending the form again.
+    assert done.status_code == 302 and done["Location"] == "/agents/crm-assistant/"
     assert status_of(key) == 401
+    page = admin.get(done["Location"]).content.decode()
+    assert "Revoked: every key of this agent stopped working." in page
     again = admin.post("/agents/crm-assistant/revoke/", {"reason": "Again.", "confirm": "on"})
     assert again.status_code == 409 and "already revoked" in again.content.decode()
+
+
+def test_a_revoked_agents_page_says_since_when_by_whom_and_why_and_offers_no_forms(
+    admin: Client,
+) -> None:
+    agent, _ = create_agent(name="crm-assistant", scopes=["read", "write"], actor=CLI)
+    restrict_agent(
+        agent=agent,
+        actor=CLI,
+        restriction=policy.Restriction.QUARANTINED,
+        on=True,
+        reason="Misreads refunds.",
+    )
+    admin.post("/agents/crm-assistant/revoke/", {"reason": "Retired.", "confirm": "on"})
+    page = admin.get("/agents/crm-assistant/").content.decode()
+    assert f'>{when(START)}</time> by you, who said: <span class="ref">Retired.</span>' in page
+    for offered in ("Pause its writes", "End the quarantine", "Stop trusting", "Make a new key"):
+        assert offered not in page
+    assert 'action="/agents/crm-assistant/' not in page
+    assert 'stopped</span> <span class="meta">since the agent was revoked' in page
+
+
+def test_restricting_a_revoked_agent_is_refused_at_the_top_of_its_page(admin: Client) -> None:
+    agent, _ = create_agent(name="crm-assistant", scopes=["read", "write"], actor=CLI)
+    revoke_agent(agent=agent, actor=CLI, reason="Retired.")
+    response = admin.post(
+        "/agents/crm-assistant/restrict/",
+        {"restriction": "writes_paused", "on": "1", "reason": "Just in case."},
+    )
+    assert response.status_code == 409
+    assert "no writes to restrict. Nothing changed." in response.content.decode()
+    assert not Agent.objects.get().writes_paused
+
+
+@pytest.mark.parametrize(
+    ("part", "anchor"),
+    [("rotate", "#rotate"), ("revoke", "#revoke"), ("restrict", "#restrictions")],
+)
+def test_the_forms_addresses_asked_for_directly_lead_to_the_agents_page(
+    admin: Client, part: str, anchor: str
+) -> None:
+    create_agent(name="crm-assistant", scopes=["read"], actor=CLI)
+    response = admin.get(f"/agents/crm-assistant/{part}/")
+    assert response.status_code == 302
+    assert response["Location"] == f"/agents/crm-assistant/{anchor}"
+    assert admin.get(f"/agents/nobody/{part}/").status_code == 404
+    assert AgentKey.objects.get().expires_at is None and Agent.objects.get().is_active
 
 
 def test_restrictions_go_on_and_off_on_the_page_with_a_reason(admin: Client) -> None:
@@ -317,13 +415,17 @@ def test_restrictions_go_on_and_off_on_the_page_with_a_reason(admin: Client) -> 
     assert not Agent.objects.get().quarantined
 
     on = admin.post(url, {"restriction": "quarantined", "on": "1", "reason": "Misreads refunds."})
-    assert on.status_code == 200
+    assert on.status_code == 302
+    assert on["Location"] == "/agents/crm-assistant/#restrictions"
     assert Agent.objects.get().quarantined_because == "Misreads refunds."
-    assert "Misreads refunds." in on.content.decode()
-    assert "End the quarantine" in on.content.decode()
+    page = admin.get(on["Location"]).content.decode()
+    assert "Quarantine started. Your reason is in the agent&#x27;s history below." in page
+    assert 'Reason given: <span class="ref">Misreads refunds.</span>' in page
+    assert "End the quarantine" in page
 
     off = admin.post(url, {"restriction": "quarantined", "on": "0", "reason": "Fixed in 2.4."})
-    assert off.status_code == 200 and not Agent.objects.get().quarantined
+    assert off.status_code == 302 and not Agent.objects.get().quarantined
+    assert "Quarantine ended." in admin.get(off["Location"]).content.decode()
     twice = admin.post(url, {"restriction": "quarantined", "on": "0", "reason": "Again."})
     assert twice.status_code == 409 and "nothing to lift" in twice.content.decode()
 
@@ -344,7 +446,12 @@ def test_the_agents_history_says_who_when_why_and_before_after(admin: Client) ->
     assert "Agent created</strong> by you" in page
     assert f"Key {newest} given an end" in page
     assert f"Works until: no end → {when(START + timedelta(hours=24))}" in page
-    assert "Writes paused: no → yes: Duplicates." in page
+    # What happened, then the admin's words once: not "Writes paused put on: Duplicates."
+    assert 'Writes paused</strong> by you: <span class="ref">Duplicates.</span>' in page
+    assert "Writes paused: no → yes" in page
+    assert page.count("Duplicates.") == 2  # the history's line, and the pause's own form
+    stored = Agent.history.order_by("-history_id").first()
+    assert stored is not None and stored.history_change_reason == "Writes paused: Duplicates."
     assert "Yearly rotation." in page
     assert AgentKey.objects.get(prefix=newest).hash not in page
 
@@ -399,6 +506,11 @@ def test_the_list_and_the_agent_page_cost_the_same_however_many_agents_and_keys(
     assert queries(admin, "/agents/") == few_list
     assert queries(admin, "/agents/bot-0/") == few_page
 
+    # A revoked agent's page reads its revocation once, however long its history.
+    revoke_agent(agent=Agent.objects.get(name="bot-1"), actor=CLI, reason="Retired.")
+    revoke_agent(agent=agent, actor=CLI, reason="Retired.")
+    assert queries(admin, "/agents/bot-0/") == queries(admin, "/agents/bot-1/")
+
 
 # The commands.
 
@@ -408,6 +520,19 @@ def test_create_of_a_taken_name_suggests_rotate_agent_key() -> None:
     with pytest.raises(CommandError, match="already exists") as error:
         run("create_agent_key", "crm-assistant", "--scopes", "read")
     assert "rotate_agent_key crm-assistant --grace-hours" in str(error.value)
+    assert AgentKey.objects.count() == 1
+
+
+def test_create_of_a_revoked_agents_name_says_when_by_whom_and_why() -> None:
+    run("create_agent_key", "crm-assistant")
+    run("revoke_agent_key", "crm-assistant", "--reason", "Retired.")
+    with pytest.raises(CommandError) as error:
+        run("create_agent_key", "crm-assistant")
+    message = str(error.value)
+    assert (
+        f"belonged to an agent revoked on {when(START)} by the system (cli), who said: Retired."
+    ) in message
+    assert "choose another name" in message and "rotate" not in message
     assert AgentKey.objects.count() == 1
 
 
@@ -447,7 +572,7 @@ def test_rotate_command_refuses_in_words(args: tuple[str, ...], words: str) -> N
 def test_rotate_command_refuses_a_revoked_agent() -> None:
     run("create_agent_key", "crm-assistant")
     run("revoke_agent_key", "crm-assistant", "--reason", "Retired.")
-    with pytest.raises(CommandError, match="revoked"):
+    with pytest.raises(CommandError, match="make a new agent, with another name"):
         run("rotate_agent_key", "crm-assistant", "--grace-hours", "1")
 
 
@@ -459,7 +584,7 @@ def test_list_agent_keys_shows_last_use_expiry_and_state(frozen: Any) -> None:
     assert before.splitlines()[0].split() == [
         "NAME", "PREFIX", "SCOPES", "CREATED", "LAST", "USED", "EXPIRES", "STATE",
     ]  # fmt: skip
-    assert "never" in before
+    assert "no request yet" in next(line for line in before.splitlines() if "crm-" in line)
 
     frozen.move_to(START + timedelta(minutes=5))
     status_of(first)

@@ -14,10 +14,10 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from ledger.actions.agents import restrict_agent
+from ledger.actions.agents import restrict_agent, revoke_agent
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, LedgerEntry, Memory, Source, WriteDecision
-from ledger.policy import Restriction
+from ledger.policy import Refusal, Restriction
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -375,3 +375,36 @@ def test_inferred_write_of_a_quarantined_agent_says_the_quarantine(
     response = write(client, basis="inferred", expires_at=..., source=from_tool())
     assert response.json()["memory"]["status"] == "pending"
     assert QUARANTINE_WHY in response.json()["decision"]["reason"]
+
+
+@pytest.mark.parametrize(
+    ("restriction", "started", "ended"),
+    [
+        (Restriction.WRITES_PAUSED, "Writes paused", "Pause lifted"),
+        (Restriction.QUARANTINED, "Quarantine started", "Quarantine ended"),
+        (
+            Restriction.STATED_UNTRUSTED,
+            "Stated memories no longer trusted",
+            "Stated memories trusted again",
+        ),
+    ],
+)
+def test_the_history_keeps_what_happened_then_the_admins_words(
+    bot: tuple[APIClient, Agent], restriction: Restriction, started: str, ended: str
+) -> None:
+    _, agent = bot
+    restrict(agent, restriction, "Under  review.")
+    restrict(agent, restriction, "Fixed in 2.4.", on=False)
+    reasons = Agent.history.filter(id=agent.pk).order_by("history_id")
+    assert list(reasons.values_list("history_change_reason", flat=True))[-2:] == [
+        f"{started}: Under review.",
+        f"{ended}: Fixed in 2.4.",
+    ]
+
+
+def test_a_revoked_agent_takes_no_restriction(bot: tuple[APIClient, Agent]) -> None:
+    _, agent = bot
+    revoke_agent(agent=agent, actor=ADMIN, reason="Retired.")
+    with pytest.raises(Refusal, match="no writes to restrict"):
+        restrict(agent, Restriction.QUARANTINED, "Just in case.")
+    assert not Agent.objects.get().quarantined

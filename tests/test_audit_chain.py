@@ -16,6 +16,7 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.db.utils import ProgrammingError
+from django.test.utils import CaptureQueriesContext
 
 from ledger import audit_chain
 from ledger.actions.erasure import REASON_REMOVED, erase_subject
@@ -246,6 +247,81 @@ def test_an_erased_row_changed_in_any_other_way_is_named(sealed: Memory) -> None
         [first.history_id],
     )
     assert f"memory history row {first.history_id}" in refused()
+
+
+def blank_like_an_erasure(row: Any) -> None:
+    sql(
+        f"UPDATE \"{MEMORY_HISTORY}\" SET statement = '', normalized = '', "
+        "history_change_reason = %s WHERE history_id = %s",
+        [REASON_REMOVED, row.history_id],
+    )
+
+
+def test_blanking_a_row_written_after_the_erasure_is_named(
+    sealed: Memory, remember: Callable[..., Memory], clock: Any
+) -> None:
+    erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
+    clock(WRITTEN + timedelta(days=1))
+    (later,) = history_rows(remember("Moved to Porto."))
+    assert "The audit chain follows" in verify()
+    # In exactly the shape an erasure leaves, but the subject's erasure was the day before.
+    blank_like_an_erasure(later)
+    assert f"{where(later)}: its text or reason no longer matches its seal, and not in" in (
+        refused()
+    )
+
+
+def test_a_second_erasure_covers_the_rows_written_since_the_first(
+    sealed: Memory, remember: Callable[..., Memory], clock: Any
+) -> None:
+    subject = Subject.objects.get(ref=SUBJECT)
+    erase_subject(subject=subject, actor=Actor.system("test"))
+    clock(WRITTEN + timedelta(days=1))
+    later = remember("Moved to Porto.")
+    audit_chain.seal_pending(full=True)
+    clock(WRITTEN + timedelta(days=2))
+    erase_subject(subject=subject, actor=Actor.system("test"))
+    first = history_rows(later)[0]
+    assert (first.statement, first.history_change_reason) == ("", REASON_REMOVED)
+    output = verify()
+    assert "The audit chain follows" in output
+    assert "erasure: 2 rows" in output
+
+
+def test_an_erasure_blanks_no_row_dated_after_it(
+    sealed: Memory, remember: Callable[..., Memory], clock: Any
+) -> None:
+    """A version dated after the erasure (its server's clock ran ahead) is not the
+    erasure's to blank: the check would rightly call it blanked by hand. The subject's
+    next erasure reaches it."""
+    subject = Subject.objects.get(ref=SUBJECT)
+    clock(WRITTEN + timedelta(hours=1))
+    ahead = remember("Moved to Porto.")
+    audit_chain.seal_pending(full=True)
+    clock(WRITTEN)
+    erase_subject(subject=subject, actor=Actor.system("test"))
+    assert "The audit chain follows" in verify()
+    clock(WRITTEN + timedelta(hours=2))
+    erase_subject(subject=subject, actor=Actor.system("test"))
+    assert history_rows(ahead)[0].statement == ""
+    assert "The audit chain follows" in verify()
+
+
+def test_checking_erased_rows_costs_the_same_however_many_erasures_there_are(
+    sealed: Memory, clock: Any
+) -> None:
+    def queries_to_verify() -> int:
+        audit_chain.seal_pending(full=True)
+        with CaptureQueriesContext(connection) as queries:
+            audit_chain.verify()
+        return len(queries)
+
+    erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
+    once = queries_to_verify()
+    for hours in (1, 2, 3):
+        clock(WRITTEN + timedelta(hours=hours))
+        erase_subject(subject=Subject.objects.get(ref=OTHER), actor=Actor.system("test"))
+    assert queries_to_verify() == once
 
 
 def test_a_row_committed_after_a_later_one_was_sealed_is_sealed_next(story: Memory) -> None:

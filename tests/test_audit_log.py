@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from itertools import count
@@ -20,16 +21,22 @@ from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from ledger import audit
+from ledger import audit, policy
+from ledger.actions.agents import restrict_agent
+from ledger.actions.conflicts import resolve_conflict
 from ledger.actions.expiry import expire_due
 from ledger.actions.journal import run_for_agent
-from ledger.actions.lifecycle import correct_memory, retract_memory
+from ledger.actions.lifecycle import confirm_memory, correct_memory, retract_memory
 from ledger.actions.notes import delete_note, write_note
-from ledger.actions.people import change_role
+from ledger.actions.people import change_role, create_person, update_person
 from ledger.actions.policy import change_policy
+from ledger.actions.retractions import Selection, retract_batch
+from ledger.actions.reverts import revert_correction
 from ledger.actions.sources import SourceInput
+from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
-from ledger.models import Agent, Memory, PersonChange, Subject
+from ledger.dates import when
+from ledger.models import Agent, Conflict, Memory, PersonChange, Subject
 from ledger.views import audit as audit_views
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in, signed_in
 
@@ -47,6 +54,8 @@ def people(make_person: Callable[..., User]) -> dict[str, User]:
         "ada": make_person("ada", role="admin"),
         "sam": make_person("sam", role="support"),
         "dana": make_person("dana", subject=SUBJECT),
+        # Owns no subject, so their role may change.
+        "lee": make_person("lee"),
     }
 
 
@@ -110,7 +119,7 @@ def story(
     admin = Actor.for_user(people["ada"])
     change_policy(actor=admin, reason="Guesses need a third source.", inferred_sources_required=3)
     change_policy(actor=admin, reason="Guesses need a fourth source.", inferred_sources_required=4)
-    role_change(people["dana"], by=people["ada"], role="support")
+    role_change(people["lee"], by=people["ada"], role="support")
     written.refresh_from_db()
     return {"written": written, "calls": calls, "brief": brief}
 
@@ -152,15 +161,15 @@ def test_each_kind_of_actor_is_named_with_role_before_after_and_reason(
 
     policy = find(found, kind="policy", action="changed", who="you")
     assert policy.role == "an admin"
-    assert changes(policy)["Inferred sources required"] == ("3", "4")
+    assert changes(policy) == {"Sources a guess needs": ("3 sources", "4 sources")}
     assert policy.entry.reason == "Guesses need a fourth source."
 
     role = find(found, kind="person", action="changed", who="you")
-    assert (role.entry.object_words, role.entry.action_words) == ("dana", "role")
+    assert (role.entry.object_words, role.entry.action_words) == ("lee", "role")
     assert changes(role) == {"role": ("user", "support")}
     assert role.entry.reason == "Moved to another team."
     made = find(found, kind="person", action="created", who="the system (test)")
-    assert made.entry.object_words in {"ada", "sam", "dana"}
+    assert made.entry.object_words in {"ada", "sam", "dana", "lee"}
 
     html = ada.get(reverse("audit")).content.decode()
     assert "support (sam)" in html
@@ -169,6 +178,219 @@ def test_each_kind_of_actor_is_named_with_role_before_after_and_reason(
     assert "the expiry task" in html
     assert f'href="{reverse("memory-history", args=[story["calls"].pk])}"' in html
     assert f'href="{reverse("subject", args=[SUBJECT])}"' in html
+
+
+def test_a_correction_and_a_revert_link_to_their_correction_page(
+    story: dict[str, Memory],
+    people: dict[str, User],
+    ada: Client,
+    clock: Callable[[datetime], None],
+) -> None:
+    original = story["written"]
+    correction = Memory.objects.get(supersedes=original)
+    clock(START + timedelta(hours=5))
+    copy = revert_correction(
+        memory=correction, actor=Actor.for_user(people["ada"]), reason="She wrote: email."
+    )
+    links = {
+        (r.entry.object_id, r.entry.action): r.entry.link
+        for r in rows(ada, "kind=memory&action=created")
+    }
+    for memory in (correction, copy):
+        assert links[(str(memory.pk), "created")] == reverse("audit-correction", args=[memory.pk])
+    # What the agent wrote is no correction: its entry leads to its trace.
+    assert links[(str(original.pk), "created")] == reverse("memory-history", args=[original.pk])
+    html = ada.get(f"{reverse('audit')}?kind=memory").content.decode()
+    assert f'href="{reverse("audit-correction", args=[copy.pk])}"' in html
+    # From the log to the page that reverts it.
+    page = ada.get(reverse("audit-correction", args=[copy.pk])).content.decode()
+    assert "Revert this revert</button>" in page
+
+
+def test_subjects_are_named_as_the_other_pages_name_them(
+    story: dict[str, Memory], remember: Callable[..., Memory], ada: Client
+) -> None:
+    subject = Subject.objects.get(ref=SUBJECT)
+    set_display_name(subject=subject, display_name="Dana Whitfield", actor=Actor.system("test"))
+    remember("Prefers letters.", subject=OTHER)
+    found = rows(ada, "kind=memory&action=created")
+    assert {(r.entry.subject, r.entry.subject_name) for r in found} == {
+        (SUBJECT, "Dana Whitfield"),
+        (OTHER, OTHER),
+    }
+    # A value pointing at the subject names it the same way.
+    mine = next(r for r in found if r.entry.subject == SUBJECT)
+    assert changes(mine)["Subject"] == ("", "Dana Whitfield")
+    html = ada.get(f"{reverse('audit')}?kind=memory").content.decode()
+    assert f'about <a href="{reverse("subject", args=[SUBJECT])}">Dana Whitfield</a>' in html
+    assert f'about <a href="{reverse("subject", args=[OTHER])}">{OTHER}</a>' in html
+    # The export keeps the reference, which finds the subject again.
+    assert {line["subject"] for line in csv_rows(ada, "kind=memory")} == {SUBJECT, OTHER}
+
+
+def test_the_first_policy_change_is_compared_with_the_settings_it_ships_with(
+    story: dict[str, Memory], people: dict[str, User], ada: Client
+) -> None:
+    second, first = rows(ada, "kind=policy")
+    assert not first.entry.listed
+    assert changes(first) == {"Sources a guess needs": ("2 sources", "3 sources")}
+    assert first.entry.link == f"{reverse('policy')}#version-2"
+    admin = Actor.for_user(people["ada"])
+    change_policy(
+        actor=admin,
+        reason="Shorter blocks; billing keys are ours now.",
+        recall_cap=10,
+        system_of_record_keys=["contact.email"],
+    )
+    newest = rows(ada, "kind=policy")[0]
+    assert changes(newest) == {
+        "Memories per recall": ("20 memories", "10 memories"),
+        "Slots another system owns": (
+            "billing.address, billing.email, contact.email, contact.phone, payment.method",
+            "contact.email",
+        ),
+    }
+    html = ada.get(f"{reverse('audit')}?kind=policy").content.decode()
+    assert "not recorded" not in html
+    assert '<del title="2 sources">2 sources</del> → <ins title="3 sources">3 sources</ins>' in html
+
+
+def test_values_are_said_in_words_not_stored_codes(
+    story: dict[str, Memory],
+    people: dict[str, User],
+    agent: Agent,
+    remember: Callable[..., Memory],
+    ada: Client,
+) -> None:
+    # The person's correction on the dashboard: its source is said, not its reference.
+    source = find(rows(ada, "kind=source"), kind="source", action="created", who="dana")
+    assert source.entry.object_words == "corrected on the dashboard"
+    assert changes(source)["Reference"] == ("", "corrected on the dashboard")
+    assert changes(source)["Memory"] == (
+        "",
+        "“Prefers a phone call for urgent billing questions.”",
+    )
+
+    # A conflict settled by keeping one: the memory kept, by its words.
+    email = remember("Wants invoices by email.", key="invoice.channel")
+    remember("Wants invoices by post.", key="invoice.channel")
+    dana = Actor.for_user(people["dana"])
+    conflict = Conflict.objects.open().get(key="invoice.channel")
+    resolve_conflict(conflict=conflict, actor=dana, keep=email, statement=None)
+    settled = find(rows(ada, "kind=conflict"), kind="conflict", action="changed", who="dana")
+    assert changes(settled)["Kept"] == ("", "“Wants invoices by email.”")
+    assert changes(settled)["Resolution"] == ("", "one statement kept")
+
+    # A guess support confirmed: who stated it, in the words of the stated-by choices.
+    guess = remember("Runs payroll on Fridays.", basis="inferred")
+    sam = Actor.for_user(people["sam"])
+    confirm_memory(memory=guess, actor=sam, reason="Confirmed on the phone.")
+    confirmed = find(rows(ada, "kind=memory"), kind="memory", action="changed", who="support (sam)")
+    assert changes(confirmed)["Stated by"] == ("nobody (a guess)", "a confirmation by support")
+
+    # A batch deletion is named once, by its moment, as its own page lists it.
+    retract_batch(selection=Selection(source_ref="msg_1"), actor=sam, reason="Poisoned message.")
+    html = ada.get(f"{reverse('audit')}?kind=retractionbatch").content.decode()
+    batch = rows(ada, "kind=retractionbatch")[0]
+    assert f'Retraction batch <a href="{batch.entry.link}">{when(batch.entry.at)}</a>' in html
+    assert "batch batch" not in html.lower() and "batch deletion of" not in html
+
+
+def test_a_restriction_says_what_changed_and_its_reason_once(
+    people: dict[str, User], agent: Agent, ada: Client
+) -> None:
+    restrict_agent(
+        agent=agent,
+        actor=Actor.for_user(people["ada"]),
+        restriction=policy.Restriction.QUARANTINED,
+        on=True,
+        reason="Writes guesses as statements.",
+    )
+    held = find(rows(ada, "kind=agent"), kind="agent", action="changed", who="you")
+    assert changes(held) == {"Quarantined": ("no", "yes")}
+    assert held.entry.reason == "Quarantine started: Writes guesses as statements."
+    html = ada.get(f"{reverse('audit')}?kind=agent").content.decode()
+    assert html.count("Writes guesses as statements.") == 1
+
+
+def test_a_created_memory_says_what_was_written_above_every_field(
+    story: dict[str, Memory], remember: Callable[..., Memory], ada: Client
+) -> None:
+    remember("Likely closes on Mondays.", kind="account_fact", basis="inferred", key="hours")
+    found = rows(ada, "kind=memory&action=created")
+    said = {r.entry.object_words: r.entry.summary for r in found}
+    assert said["“Prefers email over telephone for billing questions.”"] == (
+        "A stated preference, in slot contact.channel"
+    )
+    assert said["“Asked about the March invoice.”"] == "A stated past episode"
+    assert said["“Likely closes on Mondays.”"] == (
+        "An inferred fact about the account, in slot hours, waiting for confirmation"
+    )
+    assert all(r.entry.summary == "" for r in rows(ada, "action=changed"))
+    html = ada.get(f"{reverse('audit')}?kind=memory&action=created").content.decode()
+    # Beside its words, what it was written as; every field it set behind the disclosure.
+    assert re.search(
+        r'<p class="audit-summary">A stated preference, in slot contact\.deliveries</p>\s*'
+        r"<details><summary>\d+ fields set</summary>",
+        html,
+    )
+
+
+def test_the_export_writes_every_moment_in_iso_8601(story: dict[str, Memory], ada: Client) -> None:
+    lines = csv_rows(ada, "kind=memory")
+    brief = story["brief"]
+    mine = [line for line in lines if line["object_id"] == str(brief.pk)]
+    made = {line["field"]: line["after"] for line in mine if line["action"] == "created"}
+    assert datetime.fromisoformat(made["Written at"]) == START
+    assert datetime.fromisoformat(made["Expires at"]) == START + timedelta(hours=2)
+    words = re.compile(r"\d{1,2} [A-Z][a-z]+ \d{4}")
+    assert not [
+        v for line in csv_rows(ada) for v in (line["before"], line["after"]) if words.search(v)
+    ]
+    # The page keeps the words.
+    html = ada.get(f"{reverse('audit')}?kind=memory&action=created").content.decode()
+    assert '<ins title="1 March 2026, 09:00 UTC">1 March 2026, 09:00 UTC</ins>' in html
+
+
+def test_a_persons_creation_counts_as_created_with_all_it_gave_them(
+    people: dict[str, User], ada: Client, clock: Callable[[datetime], None]
+) -> None:
+    admin = Actor.for_user(people["ada"])
+    clock(START)
+    erin = create_person(
+        username="erin", role="user", subject_ref=OTHER, actor=admin, reason="A new customer."
+    )
+    # A minute later the same admin, for the same reason, gives her an e-mail: a change.
+    clock(START + timedelta(minutes=1))
+    update_person(erin, actor=admin, email="erin@example.com", reason="A new customer.")
+
+    def hers(query: str) -> list[tuple[str, dict[str, tuple[str, str]]]]:
+        return [
+            (r.entry.action_words, changes(r))
+            for r in rows(ada, query)
+            if r.entry.object_words == "erin"
+        ]
+
+    assert sorted(hers("kind=person&action=created"), key=str) == sorted(
+        [
+            ("created", {}),
+            ("created", {"role": ("", "user")}),
+            ("created", {"subject": ("", OTHER)}),
+        ],
+        key=str,
+    )
+    assert hers("kind=person&action=changed") == [("email", {"email": ("", "erin@example.com")})]
+    exported = {
+        (line["action"], line["field"])
+        for line in csv_rows(ada, "kind=person")
+        if line["object"] == "erin"
+    }
+    assert exported == {
+        ("created", ""),
+        ("created", "role"),
+        ("created", "subject"),
+        ("changed", "email"),
+    }
 
 
 def test_bookkeeping_columns_are_not_shown_as_changes(
@@ -201,9 +423,10 @@ def test_each_filter_narrows_the_log(story: dict[str, Memory], ada: Client) -> N
     assert memories and {r.entry.kind for r in memories} == {"memory"}
 
     people = rows(ada, "kind=person&action=changed&role=admin")
-    assert [(r.entry.object_words, r.entry.action_words) for r in people] == [("dana", "role")]
+    assert [(r.entry.object_words, r.entry.action_words) for r in people] == [("lee", "role")]
     made = rows(ada, "kind=person&action=created")
-    assert sorted(r.entry.object_words for r in made) == ["ada", "dana", "sam"]
+    assert {r.entry.object_words for r in made} == {"ada", "dana", "lee", "sam"}
+    assert {r.entry.action_words for r in made} == {"created"}
 
 
 def test_filters_combine(story: dict[str, Memory], ada: Client) -> None:
@@ -286,7 +509,7 @@ def test_pages_neither_repeat_nor_skip_entries_written_at_the_same_moment(
         correct_memory(
             memory=written, actor=Actor.for_user(people["sam"]), statement=f"Now {n}.", reason="x"
         )
-        role_change(people["dana"], by=people["ada"], role="support" if n % 2 == 0 else "user")
+        role_change(people["lee"], by=people["ada"], role="support" if n % 2 == 0 else "user")
     monkeypatch.setattr(audit_views, "PAGE_SIZE", 7)
     seen: list[tuple[str, int]] = []
     pages = list(walk(ada, ""))
@@ -337,7 +560,12 @@ def grow(
                 statement=f"Corrected {n}.",
                 reason="wrong",
             )
-            role_change(people["dana"], by=people["ada"], role="support" if n % 2 else "user")
+            role_change(people["lee"], by=people["ada"], role="support" if n % 2 else "user")
+            # Named subjects: their names are looked up with the page, not one by one.
+            subject = Subject.objects.get(ref=f"acct_grow_{n}")
+            set_display_name(
+                subject=subject, display_name=f"Customer {n}", actor=Actor.system("test")
+            )
 
     return more
 
@@ -538,6 +766,12 @@ def test_an_admin_filters_and_pages_the_log_in_a_browser(
     table = page.locator("#audit-results table")
     expect(table.get_by_role("row")).to_have_count(4)  # the heading and three entries
     expect(table.get_by_text("Asked 3.")).to_be_visible()
+    # At 1280 pixels the object and the reason get room to be read, not a word a line, and
+    # the table fits the screen.
+    for column in ("audit-what", "audit-why"):
+        box = table.locator(f"tbody td.{column}").first.bounding_box()
+        assert box is not None and box["width"] >= 160, (column, box)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
     page.get_by_role("link", name="Older changes →").click()
     expect(table.get_by_text("Asked 0.")).to_be_visible()
     expect(table.get_by_text("Asked 3.")).to_have_count(0)

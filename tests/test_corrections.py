@@ -3,6 +3,7 @@ who was still given the original afterwards, and reverting (and reverting the re
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -16,6 +17,8 @@ from django.urls import reverse
 from playwright.sync_api import expect
 
 from ledger import audit
+from ledger import corrections as correction_reads
+from ledger.actions.agents import restrict_agent
 from ledger.actions.erasure import erase_subject
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.recalls import record_recall
@@ -23,7 +26,7 @@ from ledger.actions.reverts import revert_correction
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Source, Subject
-from ledger.policy import Refusal
+from ledger.policy import Refusal, Restriction
 from ledger.recall import recall
 from ledger.views import corrections as corrections_view
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in, signed_in
@@ -134,11 +137,30 @@ def test_revert_puts_the_original_words_back_as_the_current_memory(
     for row in (replaced_row, copy_row, source_row):
         assert (row.history_actor, row.history_role) == ("user:ada", "admin")
 
-    page = ada.get(detail(replacement)).content.decode()
+    response = ada.get(detail(replacement))
+    page = response.content.decode()
     assert "Reverted: the words this correction replaced are the current memory again" in page
-    assert "no longer the current memory" in page
     assert revert_url(replacement) not in page
-    assert detail(copy) in page
+    # The box says plainly who reverted it, when and why, and leads to the revert's page,
+    # where the revert can be reverted: no refusal, and no doubled full stop.
+    box = page.split('id="revert"')[1]
+    assert "This correction was reverted by an admin (ada)" in box
+    assert "3 March 2027" in box and why in box
+    assert f'<a href="{detail(copy)}">The revert’s own page</a>' in box
+    assert "can revert the revert" in box
+    for refusal in ("no longer the current memory", "Nothing was changed", "”."):
+        assert refusal not in box
+    # A revert replaced it, not a correction; and the original was replaced by a correction.
+    replaced = {title: side.status for title, side in response.context["sides"]}
+    assert replaced == {
+        "Original": "Replaced by a correction",
+        "Replacement": "Replaced by a revert",
+    }
+    assert [step.status for step in response.context["chain"]] == [
+        "Replaced by a correction",
+        "Replaced by a revert",
+        "In use",
+    ]
 
 
 def test_reverting_the_revert_puts_the_correction_words_back(
@@ -171,6 +193,17 @@ def test_reverting_the_revert_puts_the_correction_words_back(
     served = block()
     assert CORRECTED in served and SAID not in served
 
+    # The correction's page says it was reverted, and that its revert, reverted in turn, no
+    # longer can be: the latest version can.
+    box = ada.get(detail(replacement)).content.decode().split('id="revert"')[1]
+    assert "This correction was reverted by an admin (ada)" in box and "calls are fine" in box
+    assert f'<a href="{detail(copy)}">The revert’s own page</a>' in box
+    assert "can revert the revert" not in box
+    assert f'only the latest version, <a href="{detail(again)}">“{CORRECTED}”</a>, can be' in box
+    box = ada.get(detail(copy)).content.decode().split('id="revert"')[1]
+    assert "This revert was reverted by an admin (ada)" in box
+    assert "can revert the revert" in box
+
     # The chain on each page tells the whole story, oldest first.
     chain = ada.get(detail(again)).context["chain"]
     assert [(step.what, step.version.memory, step.here) for step in chain] == [
@@ -192,6 +225,29 @@ def test_a_guess_waiting_for_confirmation_comes_back_waiting(
     copy = revert_correction(memory=fixed, actor=Actor.system("test"), reason="sam guessed too")
     assert (copy.status, copy.basis, copy.statement) == ("pending", "inferred", guess.statement)
     assert copy.expires_at is not None
+
+
+def test_a_held_statement_put_back_by_a_revert_is_still_the_agents_claim(
+    remember: Callable[..., Memory], people: dict[str, User], agent: Agent
+) -> None:
+    restrict_agent(
+        agent=agent,
+        actor=Actor.system("test"),
+        restriction=Restriction.QUARANTINED,
+        on=True,
+        reason="wrote guesses as statements",
+    )
+    agent.refresh_from_db()
+    held = remember(SAID, key="contact.channel")
+    fixed = correct_memory(
+        memory=held, actor=Actor.for_user(people["sam"]), statement=CORRECTED, reason="asked"
+    )
+    copy = revert_correction(memory=fixed, actor=Actor.for_user(people["ada"]), reason="undo")
+    assert (copy.status, copy.basis) == ("pending", "stated")
+    page = signed_in(people["ada"]).get(detail(copy)).content.decode()
+    # Still waiting for the person: the agent's report of what they said, not their word.
+    assert page.count("stated: the assistant says the person said this") == 1
+    assert "stated: the person said this" not in page
 
 
 @pytest.mark.parametrize(
@@ -247,6 +303,10 @@ def test_what_is_not_a_current_correction_cannot_be_reverted(
         response.content.decode()
     )
     assert counts() == before
+    # The correction's page points to the latest version, with one full stop after it.
+    box = ada.get(detail(replacement)).content.decode().split('id="revert"')[1]
+    latest = reverse("memory-history", args=[rewritten.pk])
+    assert f'The latest version is <a href="{latest}">“{rewritten.statement}”</a></p>' in box
 
 
 def test_an_erased_subject_has_no_words_to_put_back(
@@ -325,11 +385,19 @@ def test_reads_of_the_original_after_the_replacement_are_counted_with_their_runs
     assert [(row["run"], row["reads"]) for row in reads.runs] == [(None, 1), ("run_43", 2)]
     assert len(reads.latest) == 3
     page = response.content.decode()
-    assert "Yes: 3 times" in page and "in 2 conversations" in page
-    assert reverse("run", args=["run_43"]) in page and reverse("run", args=["run_44"]) not in page
+    original_part = page.split('id="reads-title"')[1].split('id="chain-title"')[0]
+    assert "Yes: 3 times" in original_part and "in 2 conversations" in original_part
+    assert reverse("run", args=["run_43"]) in original_part
+    assert reverse("run", args=["run_44"]) not in original_part
     for item in reads.latest:
-        assert reverse("recall", args=[item.recall_id]) in page
-    assert "agents were given the original 2 times" in page
+        assert reverse("recall", args=[item.recall_id]) in original_part
+    assert "Before this correction, agents were given the original 2 times: <a href=" in page
+    # The correction's own reach: the later read was given the replacement's words.
+    reach_part = page.split('id="reach-title"')[1].split('id="reads-title"')[0]
+    assert (
+        "Agents given the replacement since it was written: <strong>1 time</strong>, in run "
+        f'<a href="{reverse("run", args=["run_44"])}">run_44</a>.'
+    ) in reach_part
     listing = ada.get(LIST).content.decode()
     assert "<strong>3 times</strong>" in listing
 
@@ -340,6 +408,47 @@ def test_a_correction_nobody_read_afterwards_says_no(
     _, replacement = corrected
     page = signed_in(people["ada"]).get(detail(replacement)).content.decode()
     assert "no agent was given the original after the replacement was written" in page
+    assert "Agents given the replacement since it was written: none yet." in page
+    assert "Before this correction, no agent had been given the original." in page
+    assert "0 times" not in page
+
+
+def test_the_replacements_reach_names_its_runs_in_a_fixed_number_of_queries(
+    corrected: tuple[Memory, Memory],
+    people: dict[str, User],
+    agent: Agent,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, replacement = corrected
+    ada = signed_in(people["ada"])
+
+    def given(runs: list[str | None]) -> None:
+        for run in runs:
+            record_recall(
+                agent=agent,
+                result=recall(subject=replacement.subject, goal="deliveries", k=5),
+                run_ref=run,
+            )
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert ada.get(detail(replacement)).status_code == 200
+        return len(captured)
+
+    given(["run_60"])
+    few = queries()
+    given(["run_61", "run_61", None, "run_62", "run_63", None, "run_64"])
+    assert queries() == few
+    page = ada.get(detail(replacement)).content.decode()
+    reach = page.split('id="reach-title"')[1].split('id="reads-title"')[0]
+    assert "<strong>8 times</strong>, in runs " in reach
+    for run in ("run_60", "run_61", "run_62", "run_63", "run_64"):
+        assert f'<a href="{reverse("run", args=[run])}">{run}</a>' in reach
+    assert "and 2 times outside any run." in reach
+    # Past the most it names, it says how many runs there are in all.
+    monkeypatch.setattr(correction_reads, "READS_SHOWN", 2)
+    page = ada.get(detail(replacement)).content.decode()
+    assert "(the latest 2 of 5 runs)" in page
 
 
 def test_the_page_shows_both_sides_with_who_said_it_and_why(
@@ -435,6 +544,36 @@ def test_the_list_is_newest_first_and_filters_by_who_subject_and_day(
     assert "support (sam)" in page and "the person (dana)" in page and "an admin (ada)" in page
     assert "sam was wrong" in page and "dana knew" in page
     assert '<span class="badge revert">revert</span>' in page
+    # Sam's correction was reverted: a revert replaced it, not someone's correction.
+    now = {entry.memory: entry.status for entry in ada.get(LIST).context["entries"]}
+    assert now[many["sam"]] == "Replaced by a revert"
+    assert now[many["revert"]] == now[many["ada"]] == "In use"
+
+
+def labels(page: str) -> set[str]:
+    return set(re.findall(r'<label for="[^"]+">([^<]+)</label>', page))
+
+
+def options(page: str, name: str) -> list[str]:
+    select = page.split(f'name="{name}"')[1].split("</select>")[0]
+    return re.findall(r"<option [^>]*>([^<]+)</option>", select)
+
+
+def test_the_filters_are_worded_as_the_audit_logs(people: dict[str, User]) -> None:
+    ada = signed_in(people["ada"])
+    corrections = ada.get(LIST).content.decode()
+    audit_log = ada.get(reverse("audit")).content.decode()
+    assert labels(corrections) == {
+        "Role",
+        "Person (username)",
+        "Subject (reference)",
+        "From (day)",
+        "To (day, included)",
+    }
+    assert labels(corrections) <= labels(audit_log)
+    roles = options(corrections, "who")
+    assert roles == ["Any", "the person", "support", "an admin"]
+    assert set(roles) <= set(options(audit_log, "role"))
 
 
 @pytest.mark.parametrize(
@@ -550,7 +689,11 @@ def test_an_admin_reverts_in_the_browser_and_the_page_updates_in_place(
     expect(page.get_by_role("button", name="Revert this correction")).to_have_count(0)
     copy = Memory.objects.get(supersedes=replacement)
     assert copy.statement == SAID
-    page.get_by_role("link", name="can itself be reverted from its own page").click()
+    reverted = page.get_by_role("region", name="Reverted")
+    expect(reverted).to_contain_text("This correction was reverted by an admin (ada)")
+    expect(reverted).to_contain_text("Dana asked for calls again")
+    expect(reverted).not_to_contain_text("Nothing was changed")
+    reverted.get_by_role("link", name="The revert’s own page").click()
     expect(page.get_by_role("button", name="Revert this revert")).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "admin-revert.png"), full_page=True)
     assert problems == []

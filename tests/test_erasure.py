@@ -8,6 +8,7 @@ from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
+from ledger.actions.erasure import erase_subject
 from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import correct_memory, retract_memory
@@ -222,6 +223,21 @@ def test_the_skeleton_and_the_erasure_record_remain(dana, everything) -> None:
     everything.refresh_from_db()
     assert everything.memory_paused
     assert everything.display_name == ""
+
+
+def test_a_second_erasure_leaves_nothing_written_since_the_first(everything, remember) -> None:
+    erase_subject(subject=everything, actor=Actor.system("test"))
+    later = remember("Adopted a Pangolin called Mo.", key="pets")
+    correct_memory(
+        memory=later,
+        actor=Actor.for_user(everything.owner),
+        statement="Adopted a Pangolin called Momo.",
+        reason="Mo is the Pangolin's nickname",
+    )
+    assert "pangolin" in database_text()
+    erase_subject(subject=everything, actor=Actor.system("test"))
+    assert "pangolin" not in database_text()
+    assert Erasure.objects.filter(subject=everything).count() == 2
 
 
 def test_page_says_what_happened_after_erasure(dana, everything) -> None:

@@ -13,15 +13,17 @@ import pytest
 from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
 from django.core import mail
-from django.core.management import call_command
-from django.db import connection
+from django.core.management import CommandError, call_command
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from playwright.sync_api import expect
 
-from ledger.actions.people import create_person, set_active
+from ledger.actions.people import create_person, send_password_link, set_active, unlink_subject
 from ledger.actors import Actor
+from ledger.dates import when
 from ledger.models import PersonChange, Subject
-from tests.conftest import PASSWORD, signed_in
+from tests.conftest import PASSWORD, sign_in, signed_in
 
 pytestmark = pytest.mark.django_db
 
@@ -56,6 +58,28 @@ def changes(username: str) -> list[tuple[str, str, str, str, str, str]]:
 
 def page(response: Any) -> str:
     return str(response.content.decode())
+
+
+def row_of(html: str, username: str) -> str:
+    row = re.search(rf'<tr>\s*<td><a href="/people/{username}/">.*?</tr>', html, re.S)
+    assert row is not None, username
+    return row.group(0)
+
+
+def signing_in(html: str) -> str:
+    """What a person's page says under "Signing in", tags and spaces taken out."""
+    found = re.search(r"<dt>Signing in</dt><dd>(.*?)</dd>", html, re.S)
+    assert found is not None
+    return " ".join(re.sub(r"<[^>]+>", "", found.group(1)).split())
+
+
+# No mail server listens on port 9 (discard) here: the connection is refused at once.
+NO_MAIL_SERVER = {
+    "default": {
+        "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
+        "OPTIONS": {"host": "127.0.0.1", "port": 9, "timeout": 2},
+    }
+}
 
 
 # Who sees the pages.
@@ -170,12 +194,15 @@ def test_the_list_and_a_person_page_cost_the_same_queries_however_many_rows(
 
     def grow(start: int) -> None:
         for n in range(start, start + 6):
-            create_person(
+            person = create_person(
                 username=f"p{n}",
                 role=("user", "support", "admin")[n % 3],
                 subject_ref=f"acct_{n}" if n % 3 == 0 else "",
+                email=f"p{n}@example.com",
                 actor=system,
             )
+            send_password_link(person, actor=system, reason=f"Welcome {n}.")
+            send_password_link(people["dana"], actor=system, reason=f"Again {n}.")
             set_active(people["dana"], actor=system, active=False, reason=f"Pause {n}.")
             set_active(people["dana"], actor=system, active=True, reason=f"Back {n}.")
 
@@ -197,7 +224,7 @@ def _created_and_linked(ada: Client, **extra: str) -> Any:
             "email": "noor@example.com",
             "role": "user",
             "subject_ref": "acct_noor",
-            "subject_name": "Noor Haddad",
+            "subject_name": "Haddad Trading",
             "reason": "New customer, ticket 5120.",
             **extra,
         },
@@ -205,9 +232,10 @@ def _created_and_linked(ada: Client, **extra: str) -> Any:
 
 
 def test_a_new_person_sets_their_own_password_with_the_link_they_are_emailed(
-    ada: Client, people: dict[str, User]
+    ada: Client, people: dict[str, User], django_capture_on_commit_callbacks: Any
 ) -> None:
-    response = _created_and_linked(ada)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _created_and_linked(ada, first_name="Noor", last_name="Haddad")
     assert response.status_code == 302 and response["Location"] == "/people/noor/"
     noor = User.objects.get(username="noor")
     assert not noor.has_usable_password()
@@ -216,12 +244,25 @@ def test_a_new_person_sets_their_own_password_with_the_link_they_are_emailed(
     why = "New customer, ticket 5120."
     assert changes("noor") == [
         ("person", "", "created", "user:ada", "admin", why),
+        ("name", "", "Noor Haddad", "user:ada", "admin", why),
         ("role", "", "user", "user:ada", "admin", why),
         ("email", "", "noor@example.com", "user:ada", "admin", why),
         ("subject", "", "acct_noor", "user:ada", "admin", why),
         ("password_link", "", "sent to noor@example.com", "user:ada", "admin", why),
     ]
-    assert "a set-password link went to noor@example.com" in page(ada.get("/people/noor/"))
+    html = page(ada.get("/people/noor/"))
+    assert "a set-password link went to noor@example.com" in html
+    assert "<dt>Name</dt><dd>Noor Haddad</dd>" in html
+    assert "Name</td>\n        <td>— → Noor Haddad" in html
+    # No password yet: not "Can sign in", on the page and in the list.
+    sent = PersonChange.objects.get(username="noor", field="password_link").changed_at
+    waiting = f"Has not set a password yet (link sent {when(sent)})"
+    assert signing_in(html) == waiting
+    noor_row = row_of(page(ada.get("/people/")), "noor")
+    assert "Noor Haddad" in noor_row and waiting in " ".join(
+        re.sub(r"<[^>]+>", "", noor_row).split()
+    )
+    assert "Can sign in" not in noor_row
 
     [message] = mail.outbox
     assert message.to == ["noor@example.com"]
@@ -247,6 +288,7 @@ def test_a_new_person_sets_their_own_password_with_the_link_they_are_emailed(
         "user",
         "Set with the link they were e-mailed.",
     )
+    assert signing_in(page(ada.get("/people/noor/"))) == "Can sign in"
 
     # The link works once.
     again = Client().get(path)
@@ -256,9 +298,10 @@ def test_a_new_person_sets_their_own_password_with_the_link_they_are_emailed(
 
 
 def test_the_set_password_page_applies_the_password_rules(
-    ada: Client, people: dict[str, User]
+    ada: Client, people: dict[str, User], django_capture_on_commit_callbacks: Any
 ) -> None:
-    _created_and_linked(ada)
+    with django_capture_on_commit_callbacks(execute=True):
+        _created_and_linked(ada)
     path = re.search(r"/accounts/set-password/\S+/", mail.outbox[0].body)
     assert path is not None
     browser = Client()
@@ -327,21 +370,31 @@ def test_a_new_person_does_not_take_a_subject_someone_owns(
     assert mail.outbox == []
 
 
+# A real commit, so that the link is e-mailed after it as in production.
+@pytest.mark.django_db(transaction=True)
 def test_no_e_mail_server_means_the_person_is_made_and_told_the_link_did_not_go(
     ada: Client, people: dict[str, User], settings: Any
 ) -> None:
-    settings.MAILERS = {
-        "default": {
-            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-            # Port 9 (discard) is closed here: the connection is refused at once.
-            "OPTIONS": {"host": "127.0.0.1", "port": 9, "timeout": 2},
-        }
-    }
+    settings.MAILERS = NO_MAIL_SERVER
     response = _created_and_linked(ada)
     assert response.status_code == 302
     html = page(ada.get("/people/noor/"))
     assert "no set-password link went out" in html
-    assert [c[0] for c in changes("noor")] == ["person", "role", "email", "subject"]
+    assert "a set-password link went to" not in html
+    assert signing_in(html) == "Has not set a password yet (the last link could not be sent)"
+    assert [c[0] for c in changes("noor")] == [
+        "person",
+        "role",
+        "email",
+        "subject",
+        "password_link",
+        "password_link_failed",
+    ]
+    assert changes("noor")[-1][1:3] == (
+        "sent to noor@example.com",
+        "not sent: the mail server did not take it",
+    )
+    assert "Set-password link not sent" in html
 
 
 # Changing a person.
@@ -517,13 +570,61 @@ def test_only_an_end_user_is_linked_to_a_subject(ada: Client, people: dict[str, 
     assert not Subject.objects.filter(ref="acct_x").exists()
 
 
+def test_an_end_user_who_owns_subjects_keeps_the_role_until_they_are_unlinked(
+    ada: Client, people: dict[str, User]
+) -> None:
+    html = page(ada.get("/people/dana/"))
+    assert "/people/dana/role/" not in html
+    assert "dana owns 1 subject, so stays an end user" in html
+    assert "Unlink their subjects first" in html
+    before = changes("dana")
+    response = ada.post("/people/dana/role/", {"role": "support", "reason": "Joins the team."})
+    assert response.status_code == 409
+    assert "Unlink their subjects first" in page(response)
+    assert not User.objects.get(username="dana").groups.exists()
+    assert changes("dana") == before
+
+    ada.post(
+        "/people/dana/subjects/unlink/", {"subject_ref": DANA_SUBJECT, "reason": "Joins the team."}
+    )
+    assert "/people/dana/role/" in page(ada.get("/people/dana/"))
+    response = ada.post("/people/dana/role/", {"role": "support", "reason": "Joins the team."})
+    assert response.status_code == 302
+    assert User.objects.get(username="dana").groups.get().name == "support"
+
+
+def test_the_history_is_the_persons_by_their_sealed_username(
+    ada: Client, people: dict[str, User]
+) -> None:
+    """The link from a change to the person's row is outside the audit chain's hash: a
+    change moved to someone else's row, or cut from it, stays where its username says."""
+    PersonChange.objects.filter(username="dana").update(person=None)
+    PersonChange.objects.filter(username="sam").update(person=people["dana"])
+    html = page(ada.get("/people/dana/"))
+    history = html.split('id="history-heading"')[1]
+    assert DANA_SUBJECT in history
+    assert "→ support" not in history and "No change recorded" not in history
+
+
+def test_a_person_without_a_name_or_a_link_says_so(ada: Client, people: dict[str, User]) -> None:
+    create_person(username="lee", role="user", email="lee@example.com", actor=Actor.system("t"))
+    html = page(ada.get("/people/lee/"))
+    assert '<dt>Name</dt><dd><span class="muted">not given</span></dd>' in html
+    assert signing_in(html) == "Has not set a password yet (no link sent yet)"
+    assert "Has not set a password yet (no link sent yet)" in row_of(
+        page(ada.get("/people/")), "lee"
+    )
+    assert signing_in(page(ada.get("/people/dana/"))) == "Can sign in"
+
+
 # Set-password links.
 
 
 def test_a_set_password_link_goes_to_the_persons_address_and_never_to_the_admin(
-    ada: Client, people: dict[str, User]
+    ada: Client, people: dict[str, User], django_capture_on_commit_callbacks: Any
 ) -> None:
-    response = ada.post("/people/dana/set-password-link/", {"reason": "Forgot it, ticket 90."})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = ada.post("/people/dana/set-password-link/", {"reason": "Forgot it, ticket 90."})
     assert response.status_code == 302
     [message] = mail.outbox
     assert message.to == ["dana@example.com"]
@@ -560,20 +661,51 @@ def test_no_link_without_an_address_or_for_someone_disabled(
     assert [c[0] for c in changes("erin")] == ["person", "role", "password"]
 
 
-def test_a_link_that_cannot_be_mailed_records_nothing(
+@pytest.mark.django_db(transaction=True)
+def test_a_link_the_mail_server_refuses_is_recorded_as_not_sent_and_never_claimed(
     ada: Client, people: dict[str, User], settings: Any
 ) -> None:
-    settings.MAILERS = {
-        "default": {
-            "BACKEND": "django.core.mail.backends.smtp.EmailBackend",
-            "OPTIONS": {"host": "127.0.0.1", "port": 9, "timeout": 2},
-        }
-    }
+    settings.MAILERS = NO_MAIL_SERVER
     before = changes("dana")
     response = ada.post("/people/dana/set-password-link/", {"reason": "Forgot it."})
     assert response.status_code == 503
-    assert "could not be sent" in page(response)
-    assert changes("dana") == before
+    html = page(response)
+    assert "could not be sent" in html and "went to" not in html
+    assert changes("dana") == [
+        *before,
+        ("password_link", "", "sent to dana@example.com", "user:ada", "admin", "Forgot it."),
+        (
+            "password_link_failed",
+            "sent to dana@example.com",
+            "not sent: the mail server did not take it",
+            "user:ada",
+            "admin",
+            "Forgot it.",
+        ),
+    ]
+    assert "went to" not in page(ada.get("/people/dana/"))
+
+
+def test_a_link_is_e_mailed_only_once_its_record_is_committed(
+    people: dict[str, User], django_capture_on_commit_callbacks: Any
+) -> None:
+    before = changes("dana")
+    with (
+        django_capture_on_commit_callbacks(execute=True),
+        pytest.raises(RuntimeError),
+        transaction.atomic(),
+    ):
+        send_password_link(people["dana"], actor=Actor.for_user(people["ada"]), reason="A.")
+        raise RuntimeError("the commit fails")
+    assert mail.outbox == [] and changes("dana") == before
+
+    with django_capture_on_commit_callbacks(execute=True):
+        send_password_link(people["dana"], actor=Actor.for_user(people["ada"]), reason="B.")
+        # Recorded, and waiting for the commit.
+        assert changes("dana")[-1][2] == "sent to dana@example.com"
+        assert mail.outbox == []
+    [message] = mail.outbox
+    assert message.to == ["dana@example.com"]
 
 
 # The command line.
@@ -583,10 +715,13 @@ def test_the_create_person_command_records_its_changes_as_the_command_line(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PERSON_PASSWORD", "correct-horse-battery")
+    out = StringIO()
     call_command(
-        "create_person", "kim", "--role", "support", "--email", "kim@example.com", stdout=StringIO()
+        "create_person", "kim", "--role", "support", "--email", "kim@example.com", stdout=out
     )
+    assert out.getvalue() == "Created support 'kim'.\n"
     monkeypatch.delenv("PERSON_PASSWORD")
+    out = StringIO()
     call_command(
         "create_person",
         "kim",
@@ -595,8 +730,9 @@ def test_the_create_person_command_records_its_changes_as_the_command_line(
         "admin",
         "--reason",
         "Promoted, ticket 12.",
-        stdout=StringIO(),
+        stdout=out,
     )
+    assert out.getvalue() == "Updated 'kim': role support → admin.\n"
     why = "From the command line."
     assert changes("kim") == [
         ("person", "", "created", "system:cli", "system", why),
@@ -606,3 +742,65 @@ def test_the_create_person_command_records_its_changes_as_the_command_line(
         ("role", "support", "admin", "system:cli", "system", "Promoted, ticket 12."),
     ]
     assert User.objects.get(username="kim").is_staff
+
+
+def test_the_command_line_says_roles_as_the_pages_do_and_keeps_an_owner_an_end_user(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("PERSON_PASSWORD", "correct-horse-battery")
+    out = StringIO()
+    call_command(
+        "create_person",
+        "jo",
+        "--role",
+        "user",
+        "--first-name",
+        "Jo",
+        "--last-name",
+        "Park",
+        "--subject",
+        "acct_jo",
+        stdout=out,
+    )
+    assert out.getvalue() == "Created end user 'jo' (Jo Park), owning subject acct_jo.\n"
+    assert User.objects.get(username="jo").get_full_name() == "Jo Park"
+    monkeypatch.delenv("PERSON_PASSWORD")
+    with pytest.raises(CommandError, match="owns a subject.*Unlink their subjects first"):
+        call_command("create_person", "jo", "--update", "--role", "support", stdout=StringIO())
+    assert not User.objects.get(username="jo").groups.exists()
+    assert [c[0] for c in changes("jo")] == ["person", "name", "role", "password", "subject"]
+
+    jo = User.objects.get(username="jo")
+    unlink_subject(jo, actor=Actor.system("test"), subject_ref="acct_jo", reason="Closed.")
+    out = StringIO()
+    call_command(
+        "create_person",
+        "jo",
+        "--update",
+        "--role",
+        "support",
+        "--last-name",
+        "Park-Lee",
+        stdout=out,
+    )
+    assert out.getvalue() == "Updated 'jo': role end user → support; name Jo Park → Jo Park-Lee.\n"
+    assert changes("jo")[-1][:3] == ("name", "Jo Park", "Jo Park-Lee")
+
+
+# The page in a browser.
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_the_subjects_table_and_the_link_card_do_not_touch(
+    browser_page: Any, people: dict[str, User]
+) -> None:
+    page = browser_page
+    sign_in(page, "ada")
+    page.goto("/people/dana/")
+    table = page.locator("section.person-subjects > table")
+    card = page.locator("section.person-subjects > form.card")
+    expect(card).to_contain_text("Link a subject")
+    table_box, card_box = table.bounding_box(), card.bounding_box()
+    assert table_box is not None and card_box is not None
+    assert card_box["y"] - (table_box["y"] + table_box["height"]) >= 12

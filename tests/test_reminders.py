@@ -230,6 +230,20 @@ def test_reviewing_a_memory_clears_its_reminders(
     assert not Reminder.objects.open().exists()
 
 
+def test_undoing_a_deletion_gives_the_memory_its_reminders_back(
+    remember: Callable[..., Memory], people: dict[str, User], clock: Callable[[datetime], None]
+) -> None:
+    memory = remember("Prefers email over telephone.")
+    clock(DUE + timedelta(days=1))
+    create_due_reminders()
+    client = signed_in(people["dana"])
+    assert client.post(f"/memories/{memory.pk}/delete/").status_code == 302
+    assert "Prefers email over telephone." not in client.get("/reminders/").text
+    assert client.post(f"/memories/{memory.pk}/undo/").status_code == 302
+    assert "Prefers email over telephone." in client.get("/reminders/").text
+    assert "Prefers email over telephone." in signed_in(people["sam"]).get("/reminders/").text
+
+
 def test_reminder_of_a_memory_gone_by_another_path_is_neither_shown_nor_sent(
     remember: Callable[..., Memory], people: dict[str, User], clock: Callable[[datetime], None]
 ) -> None:

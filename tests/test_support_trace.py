@@ -3,6 +3,7 @@ and sees the exact block each recall served. The person keeps their plain histor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -12,6 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from ledger.actions.agents import restrict_agent
 from ledger.actions.conflicts import resolve_conflict
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import correct_memory
@@ -20,6 +22,7 @@ from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Conflict, Memory, Recall
+from ledger.policy import Restriction
 from ledger.recall import recall
 from tests.conftest import SUBJECT, signed_in
 
@@ -85,20 +88,73 @@ def test_the_trace_shows_the_write_its_excerpt_and_the_gates_reasons(
     assert "yes phone is fine" in html
     assert SCRIPT not in html
     decisions = list(phoned.write_decisions.order_by("decided_at", "id"))
-    assert len(decisions) == 2
-    for decision in decisions:
-        assert decision.reason in html.replace("&#x27;", "'")
-        assert f">{decision.outcome}</span>" in html
-    # The version the change made, the number the memory records (1 is the shipped policy).
-    assert "(under policy version 2, of " in html
+    assert [d.outcome for d in decisions] == ["accepted", "merged"]
+    # Each decision in words, said once: the outcome, then what the gate's reason adds.
+    assert '<span class="badge accepted">Accepted</span>: Stated preference.' in html
+    assert (
+        '<span class="badge merged">Added as evidence</span>: '
+        "the same statement came again, from another source.</li>"
+    ) in html
+    decided = html.split("What the write gate decided")[1].split("Its reach")[0]
+    for raw in (">accepted</span>", ">merged</span>", "Accepted: Accepted", "<code>"):
+        assert raw not in decided
+    # The version the change made, the number the memory records (1 is the shipped policy),
+    # said beside the write and not again beside each decision made under it.
     assert "Accepted under policy version 2." in html
+    assert "(under policy version" not in html
 
 
-def test_a_write_before_any_policy_change_says_the_default_policy(
+def test_a_decision_under_another_policy_than_the_write_names_it(
     remember: Callable[..., Memory], sam: Client, people: dict[str, User]
 ) -> None:
     memory = remember("Likes short answers.")
-    assert "(under the default policy)" in trace(sam, memory)
+    html = trace(sam, memory)
+    assert "Accepted under policy version 1." in html
+    assert "(under policy version" not in html and "default policy" not in html
+    change_policy(actor=Actor.system("test"), reason="shorter lives", ttl_preference_days=300)
+    remember("Likes short answers.", source=message("msg_0700"))
+    html = trace(sam, memory)
+    assert "Accepted under policy version 1." in html
+    assert html.count("(under policy version 2, of ") == 1
+
+
+@pytest.mark.parametrize(
+    ("restriction", "words"),
+    [
+        (Restriction.QUARANTINED, "the agent is quarantined by an admin"),
+        (Restriction.STATED_UNTRUSTED, "the agent is not trusted for what people said"),
+    ],
+)
+def test_a_statement_held_by_a_restriction_reads_as_held_with_the_admins_reason(
+    remember: Callable[..., Memory], sam: Client, agent: Agent, restriction: Restriction, words: str
+) -> None:
+    why = "Wrote guesses as statements during the CRM import."
+    restrict_agent(
+        agent=agent, actor=Actor.system("test"), restriction=restriction, on=True, reason=why
+    )
+    agent.refresh_from_db()
+    held = remember("Pays by direct debit.", source=message())
+    remember("Pays by direct debit.", source=message("msg_0602"))
+    assert held.write_decisions.filter(code=restriction.code).count() == 2
+    html = trace(sam, held)
+    assert "Held for confirmation under policy version 1." in html
+    assert "Accepted under" not in html
+    decided = html.split("What the write gate decided")[1].split("Its reach")[0]
+    assert f'<span class="badge pending">Held for confirmation</span>: {words}: {why}' in decided
+    assert f"It stays held for confirmation: {words}: {why}" in decided
+    assert restriction.code not in html and "<code>" not in decided
+
+
+def test_each_recall_says_where_the_memory_stood_in_words(
+    phoned: Memory, sam: Client, agent: Agent
+) -> None:
+    read(agent, phoned, goal="")
+    read(agent, phoned, run="run_152", goal="phoned deliveries")
+    html = trace(sam, phoned)
+    assert "Place in the block" in html and "Position, rank" not in html
+    # No goal: nothing to be relevant to, so no 0.000; matched: how well, in words.
+    assert "<td>1</td>" in html and "0.000" not in html
+    assert re.search(r"<td>1 \(relevance to the goal: 0\.\d{3}\)</td>", html)
 
 
 def test_every_recall_links_to_the_exact_block_it_served(

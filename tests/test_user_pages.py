@@ -11,10 +11,12 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
+from ledger.actions.agents import restrict_agent
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Policy, Subject
+from ledger.policy import Restriction
 from tests.conftest import PASSWORD, SUBJECT, body
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -78,6 +80,55 @@ def test_guess_is_labelled_and_asked_as_a_question(dana, remember) -> None:
         html
     )
     assert "Is this right?" in html
+
+
+@pytest.mark.parametrize("restriction", [Restriction.QUARANTINED, Restriction.STATED_UNTRUSTED])
+def test_a_statement_an_admin_held_is_asked_as_what_the_assistant_says_was_said(
+    dana, remember, agent, make_person, restriction
+) -> None:
+    restrict_agent(
+        agent=agent, actor=Actor.system("test"), restriction=restriction, on=True, reason="CRM"
+    )
+    agent.refresh_from_db()
+    held = remember("Pays by direct debit each month.")
+    guess = remember("Probably pays late.", basis="inferred")
+    assert held.status == guess.status == Memory.Status.PENDING
+    html = dana.get(page_url()).content.decode()
+    # Not a guess: the agent's claim that Dana said it, for her to confirm or deny.
+    assert (
+        "The assistant says you told it “Pays by direct debit each month.” — is that right?"
+    ) in html
+    assert "The assistant thinks “Pays by direct debit" not in html
+    assert "The assistant thinks “Probably pays late.” — is that right?" in html
+
+    make_person("sam", role="support")
+    staff = Client()
+    assert staff.login(username="sam", password=PASSWORD)
+    html = staff.get(page_url()).content.decode()
+    assert (
+        "The assistant says the person told it “Pays by direct debit each month.” — "
+        "has the person confirmed it?"
+    ) in html
+    assert "The assistant guessed “Probably pays late.” — has the person confirmed it?" in html
+    assert "Waiting for the person to confirm" in html and "Guesses waiting" not in html
+    assert html.count("Reject it (support)") == 1 and html.count("Reject the guess (support)") == 1
+
+
+@pytest.mark.parametrize(
+    ("statement", "said"),
+    [
+        ("Runs a monthly close in the first week of each month.", "month.</span>” It is"),
+        ("Runs a monthly close", "close</span>”. It is"),
+    ],
+)
+def test_a_confirmed_statement_is_quoted_with_one_full_stop(
+    dana, remember, statement, said
+) -> None:
+    guess = remember(statement, basis="inferred")
+    response = dana.post(reverse("memory-answer", args=[guess.pk]), {"answer": "yes"}, **HTMX)
+    answered = response.content.decode()
+    assert "The assistant may now use “" in answered and said in answered
+    assert ".</span>”." not in answered
 
 
 def test_search_finds_a_memory_and_htmx_gets_only_the_results(dana, remember) -> None:
@@ -181,6 +232,8 @@ def test_delete_asks_first_then_retracts_and_offers_undo(dana) -> None:
     assert old.status == Memory.Status.ACTIVE
     response = dana.post(reverse("memory-delete", args=[old.pk]), **HTMX)
     assert "Deleted." in response.content.decode()
+    # The statement's own full stop ends the sentence that quotes it.
+    assert "billing questions.</span>”</p>" in response.content.decode()
     assert "Undo" in response.content.decode()
     assert old.pk not in {m.pk for m in Memory.objects.servable()}
     assert "Prefers email" not in dana.get(page_url()).content.decode().split("Your data")[0]

@@ -14,6 +14,7 @@ from ledger.actors import Actor
 from ledger.dates import when
 from ledger.keys import NewKey, new_key
 from ledger.models import Agent, AgentKey
+from ledger.revocations import revocation_of
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,8 @@ def create_agent(
     """Create an agent and return it with its API key, which is never shown again.
 
     ``key`` is for a key chosen in advance (``ledger.keys.known_key``); by default a new
-    random one is made. A name already taken is refused in words that point to rotation.
+    random one is made. A working agent's name is refused in words that point to rotation;
+    a revoked agent's, saying when, by whom and why it was revoked: names are never reused.
     """
     unknown = set(scopes) - set(Agent.Scope.values)
     if unknown:
@@ -40,7 +42,7 @@ def create_agent(
         raise ValueError("only an admin may grant the staff scope")
     policy.refuse_without_scopes(scopes)
     policy.refuse_bad_agent_name(name)
-    policy.refuse_taken_agent_name(name, taken=Agent.objects.filter(name=name).exists())
+    _refuse_taken(name)
     key = key or new_key()
     try:
         with transaction.atomic():
@@ -51,9 +53,15 @@ def create_agent(
             _add_key(agent, key, actor=actor, reason="First key.")
     except IntegrityError:
         # Most likely another request created the same name between the check and the insert.
-        policy.refuse_taken_agent_name(name, taken=Agent.objects.filter(name=name).exists())
+        _refuse_taken(name)
         raise
     return agent, key.key
+
+
+def _refuse_taken(name: str) -> None:
+    existing = Agent.objects.filter(name=name).first()
+    revoked = revocation_of(existing) if existing is not None else None
+    policy.refuse_taken_agent_name(name, existing=existing, revoked=revoked)
 
 
 def rotate_agent_key(
@@ -78,7 +86,7 @@ def rotate_agent_key(
     key = new_key()
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
-        policy.refuse_if_revoked(locked)
+        policy.refuse_if_revoked(locked, revocation_of(locked))
         newest = (
             AgentKey.objects.filter(agent=locked)
             .order_by("-created_at", "-id")
@@ -116,19 +124,22 @@ def restrict_agent(
     *, agent: Agent, actor: Actor, restriction: policy.Restriction, on: bool, reason: str
 ) -> Agent:
     """Put one of ``policy.Restriction`` on ``agent``'s writes, or lift it; both need a
-    reason, which the write gate repeats in every decision the restriction changes."""
+    reason, which the write gate repeats in every decision the restriction changes.
+
+    The history keeps the admin's words after what happened: "Quarantine started: …".
+    """
     policy.refuse_without_reason(reason, why="the agent's writes change")
     policy.refuse_hidden_characters(reason)
     reason = " ".join(reason.split())
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
+        policy.refuse_restricting_revoked(locked, revocation_of(locked))
         policy.refuse_restriction_unchanged(locked, restriction, on=on)
         setattr(locked, restriction.field, reason if on else "")
-        verb = "put on" if on else "lifted"
         save_tracked(
             locked,
             actor=actor,
-            reason=f"{restriction.words.capitalize()} {verb}: {reason}",
+            reason=f"{restriction.change(on=on)}: {reason}",
             update_fields=[restriction.field],
         )
     return locked

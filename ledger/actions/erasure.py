@@ -45,6 +45,10 @@ class Erasable:
 
     blank: dict[str, Any]
     reach: Callable[[Any], Q]
+    # How many queries down ``reach`` puts the subjects, counted from the history row's:
+    # the verifier's subjects are correlated with the row's date, and an outer reference
+    # must climb exactly that far (one level too few or too many is a FieldError).
+    depth: int = 1
 
 
 def _sources_about(subjects: Any) -> Q:
@@ -64,16 +68,18 @@ def _by_run(subjects: Any) -> Q:
 
 # The one list of what erasure removes: ``erase_subject`` blanks it, and the audit chain's
 # verifier (``ledger.audit_chain``) accepts a history row whose sealed content differs
-# only in exactly this shape.
+# only in exactly this shape, and only if the row is dated at or before an erasure of a
+# subject that reaches it.
 ERASABLE: dict[type[models.Model], Erasable] = {
     Memory: Erasable({"statement": "", "normalized": ""}, lambda s: Q(subject_id__in=s)),
     LedgerEntry: Erasable({"fact": ""}, lambda s: Q(subject_id__in=s)),
     Source: Erasable(
         {"excerpt": "", "ref": ERASED_REF},
         lambda s: Q(id__in=Source.objects.filter(_sources_about(s)).values("pk")),
+        depth=2,
     ),
-    JournalEntry: Erasable({"intent": {}, "effect": None, "verification": None}, _by_run),
-    RunNote: Erasable({"value": ""}, _by_run),
+    JournalEntry: Erasable({"intent": {}, "effect": None, "verification": None}, _by_run, depth=2),
+    RunNote: Erasable({"value": ""}, _by_run, depth=2),
     Subject: Erasable({"display_name": ""}, lambda s: Q(id__in=s)),
 }
 
@@ -139,8 +145,14 @@ def erase_subject(
         # History rows are not themselves tracked, and erasure is the one change that must
         # reach into them: a raw update is right here (and only here). Every earlier version
         # loses its text and its free-text reason; dates, statuses and actors stay.
+        # Only rows dated at or before ``erased_at``, which the verifier excuses: a blanked
+        # row dated after every erasure of its subject was blanked by hand. Taken here, last,
+        # it is later than every version written before this update, this erasure's own too.
+        erased_at = timezone.now()
         history_rows = sum(
-            _blank_history(model, erasable.reach([locked.pk]), erasable.blank)
+            _blank_history(
+                model, erasable.reach([locked.pk]) & Q(history_date__lte=erased_at), erasable.blank
+            )
             for model, erasable in ERASABLE.items()
         )
 
@@ -157,7 +169,7 @@ def erase_subject(
             erased_by=actor.label,
             erased_by_role=actor.role,
             requested_by=requested_by,
-            erased_at=now,
+            erased_at=erased_at,
             memories=len(memories),
             ledger_entries=len(entries),
             sources=len(sources),

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
-from ledger.actions.reminders import clear_reminders
+from ledger.actions.reminders import clear_reminders, reopen_reminders
 from ledger.actions.slots import lock_slot, refresh_conflict
 from ledger.actions.sources import SourceInput, add_source
 from ledger.actors import Actor
@@ -159,7 +159,7 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             status=Memory.Status.RETRACTED,
             reason=reason,
         )
-        clear_reminders(memory=retracted)
+        clear_reminders(memory=retracted, now=retracted.status_changed_at)
     return retracted
 
 
@@ -311,10 +311,15 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
         )
         if refusal is not None:
             raise refusal
-        return move_memory(
+        deleted_at = locked.status_changed_at
+        restored = move_memory(
             memory=locked,
             actor=actor,
             move=MemoryMove.RESTORE,
             status=rows[1].status,
             reason="Deletion undone by the same person.",
         )
+        # The deletion closed the memory's reminders; undoing it must not lose them.
+        if deleted_at is not None:
+            reopen_reminders(memory=restored, cleared_at=deleted_at)
+        return restored

@@ -10,6 +10,7 @@ an admin sends a set-password link to the person's own address.
 
 from __future__ import annotations
 
+import logging
 from enum import StrEnum
 from smtplib import SMTPException
 
@@ -33,19 +34,31 @@ from ledger.models import PersonChange, Subject
 from ledger.policy import PersonMove
 
 ROLES = tuple(role.value for role in access.Role)
+# A role as the pages and the command line say it.
+ROLE_WORDS = {
+    access.Role.END_USER: "End user",
+    access.Role.SUPPORT: "Support",
+    access.Role.ADMIN: "Admin",
+}
 ACTIVE, DISABLED = "active", "disabled"
+LINK_NOT_SENT = "not sent: the mail server did not take it"
+
+logger = logging.getLogger(__name__)
 
 
 class Field(StrEnum):
     """What a ``PersonChange`` row is about (its ``field``)."""
 
     PERSON = "person"
+    NAME = "name"
     ROLE = "role"
     EMAIL = "email"
     SUBJECT = "subject"
     ACCESS = "access"
     PASSWORD = "password"
     PASSWORD_LINK = "password_link"
+    # A link recorded as sent that the mail server then refused (after the record was kept).
+    PASSWORD_LINK_FAILED = "password_link_failed"
 
 
 class PersonExists(Exception):
@@ -61,7 +74,17 @@ def facts_about(person: User, *, viewer: User | None) -> policy.PersonFacts:
         active=person.is_active,
         end_user=access.role_of(person) == access.Role.END_USER,
         has_email=bool(person.email),
+        owned_subjects=Subject.objects.filter(owner=person).count(),
     )
+
+
+def role_words(role: str | None) -> str:
+    """A role in a sentence: "end user", "support", "admin" ("no role" for none)."""
+    return ROLE_WORDS[access.Role(role)].lower() if role in ROLES else "no role"
+
+
+def full_name(first_name: str, last_name: str) -> str:
+    return " ".join(part for part in (first_name, last_name) if part)
 
 
 def create_person(
@@ -73,6 +96,8 @@ def create_person(
     subject_ref: str = "",
     subject_name: str = "",
     email: str = "",
+    first_name: str = "",
+    last_name: str = "",
     reason: str = "",
     move_subject: bool = True,
 ) -> User:
@@ -92,7 +117,13 @@ def create_person(
         with transaction.atomic():
             if User.objects.filter(username__iexact=username).exists():
                 raise PersonExists(f"A person called '{username}' already exists.")
-            user = User(username=username, email=email, is_staff=role == access.Role.ADMIN)
+            user = User(
+                username=username,
+                email=email,
+                first_name=first_name,
+                last_name=last_name,
+                is_staff=role == access.Role.ADMIN,
+            )
             if password:
                 validate_password(password, user)
                 user.set_password(password)
@@ -101,6 +132,8 @@ def create_person(
             user.save()
             user.groups.set(access.groups_for(access.Role(role)))
             _record(user, Field.PERSON, "", "created", actor=actor, reason=reason)
+            if name := full_name(first_name, last_name):
+                _record(user, Field.NAME, "", name, actor=actor, reason=reason)
             _record(user, Field.ROLE, "", role, actor=actor, reason=reason)
             if email:
                 _record(user, Field.EMAIL, "", email, actor=actor, reason=reason)
@@ -125,12 +158,15 @@ def update_person(
     subject_ref: str = "",
     subject_name: str = "",
     email: str = "",
+    first_name: str = "",
+    last_name: str = "",
     reason: str = "",
 ) -> list[str]:
     """The command line's change: what is given (an empty value leaves it as it is).
 
     Returns what changed, in words. A subject owned by someone else moves to ``user``; the
-    People page refuses that instead (``link_subject``).
+    People page refuses that instead (``link_subject``). An end user who owns subjects keeps
+    their role until they are unlinked (``policy.Refusal``), as on the People page.
     """
     if role:
         _check_role(role)
@@ -139,9 +175,16 @@ def update_person(
         user = _locked(user)
         current = access.role_of(user)
         if role and role != current:
-            changes.append(f"role {current} → {role}")
+            policy.refuse_owner_leaving_end_users(facts_about(user, viewer=None))
+            changes.append(f"role {role_words(current)} → {role_words(role)}")
             _set_role(user, role)
             _record(user, Field.ROLE, str(current), role, actor=actor, reason=reason)
+        name_before = user.get_full_name()
+        user.first_name = first_name or user.first_name
+        user.last_name = last_name or user.last_name
+        if user.get_full_name() != name_before:
+            changes.append(f"name {name_before or '(none)'} → {user.get_full_name()}")
+            _record(user, Field.NAME, name_before, user.get_full_name(), actor=actor, reason=reason)
         if email and email != user.email:
             changes.append(f"e-mail {user.email or '(none)'} → {email}")
             _record(user, Field.EMAIL, user.email, email, actor=actor, reason=reason)
@@ -235,10 +278,16 @@ def send_password_link(person: User, *, actor: Actor, reason: str) -> str:
 
     The link is Django's password-reset token: it works once (setting the password changes
     what it is signed over) and for ``PASSWORD_RESET_TIMEOUT``. Nobody but the mailbox's
-    owner sees it. A mail server that refuses the message is a refusal, and nothing is
-    recorded.
+    owner sees it.
+
+    The link is recorded first and e-mailed once that record is committed, so that no link
+    goes out that the person's history does not show. A mail server that then refuses the
+    message is recorded too (``PASSWORD_LINK_FAILED``) and answered with a refusal, so no
+    page says a link went that did not. Called inside a transaction, the e-mail waits for
+    its commit and this returns before it is sent.
     """
     _check_reason(actor, reason)
+    sent: list[bool] = []
     with transaction.atomic():
         person = _locked(person)
         policy.refuse_person_move(
@@ -247,16 +296,48 @@ def send_password_link(person: User, *, actor: Actor, reason: str) -> str:
         _record(
             person, Field.PASSWORD_LINK, "", f"sent to {person.email}", actor=actor, reason=reason
         )
-        try:
-            _link_message(person).send()
-        except (SMTPException, OSError):
-            raise policy.Refusal(
-                "mail_not_sent",
-                "The e-mail could not be sent: the mail server did not take it. Nothing "
-                "was recorded; try again later.",
-                503,
-            ) from None
+        message = _link_message(person)
+
+        def send() -> None:
+            sent.append(_mailed(message, person, actor=actor, reason=reason))
+
+        # Robust: should even recording a failure fail, the audit chain's seals, made after
+        # the same commit, still are (and this answers that the e-mail did not go).
+        transaction.on_commit(send, robust=True)
+    if not sent and transaction.get_connection().in_atomic_block:
+        return person.email
+    if sent != [True]:
+        raise policy.Refusal(
+            "mail_not_sent",
+            "The e-mail could not be sent: the mail server did not take it. The attempt is "
+            "in the history; try again later.",
+            503,
+        )
     return person.email
+
+
+def _mailed(message: EmailMessage, person: User, *, actor: Actor, reason: str) -> bool:
+    """Send a link already recorded; a refusal is recorded beside it, since the record of
+    the attempt is committed and stays."""
+    try:
+        message.send()
+    except (SMTPException, OSError):
+        pass  # The mail server refused it or could not be reached: recorded below.
+    except Exception:
+        # After the commit nothing rolls back: an unforeseen failure is recorded too.
+        logger.exception("The set-password link to person #%s could not be sent.", person.pk)
+    else:
+        return True
+    with transaction.atomic():
+        _record(
+            person,
+            Field.PASSWORD_LINK_FAILED,
+            f"sent to {person.email}",
+            LINK_NOT_SENT,
+            actor=actor,
+            reason=reason,
+        )
+    return False
 
 
 def set_own_password(person: User, *, password: str) -> User:

@@ -192,6 +192,11 @@ def clear_reminders(*, memory: Memory, now: datetime | None = None) -> int:
     )
 
 
+def reopen_reminders(*, memory: Memory, cleared_at: datetime) -> int:
+    """The reminders one change closed (a deletion, at ``cleared_at``), open again."""
+    return Reminder.objects.filter(memory=memory, cleared_at=cleared_at).update(cleared_at=None)
+
+
 def mark_read(*, reminder: Reminder, now: datetime | None = None) -> Reminder:
     if reminder.read_at is None:
         reminder.read_at = now or timezone.now()

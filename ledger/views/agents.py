@@ -3,8 +3,11 @@ rotation, revocation, the three restrictions on its writes, and its history.
 
 A new key is shown once, in the answer to the form that made it, sent with
 ``Cache-Control: no-store``: it is never stored, never in an address, and no later page
-can show it again. Every form is a plain POST; a refusal re-renders the page with the
-error beside its field and what was typed, and changes nothing.
+can show it again. Revoking and restricting answer with a redirect to the agent's page, so
+a reload shows the page rather than sending the form again; their addresses, asked for
+with GET (a bookmark, a reload after the redirect), lead to the agent's page too. Every
+form is a plain POST; a refusal re-renders the page with the error beside its field and
+what was typed, and changes nothing.
 """
 
 from __future__ import annotations
@@ -15,18 +18,22 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.contrib import messages
 from django.db.models import Max, Prefetch, Q
-from django.http import HttpResponse, QueryDict
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from ledger import policy
 from ledger.actions.agents import create_agent, restrict_agent, revoke_agent, rotate_agent_key
 from ledger.actors import Actor
+from ledger.choices import ActorRole
 from ledger.dates import when
 from ledger.models import Agent, AgentKey
+from ledger.revocations import Revocation, revocation_of
 from ledger.views.http import SignedInRequest, admin_only
 from ledger.views.presenting import Change, Names, Step
 
@@ -215,9 +222,15 @@ def agent_new(request: SignedInRequest) -> HttpResponse:
         )
     except policy.Refusal as refusal:
         field_name = "scopes" if refusal.code == "scopes_required" else "name"
-        taken = form.cleaned_data["name"] if refusal.code == "agent_name_taken" else ""
+        # A working agent's name leads to its rotation; a revoked one's to its history.
+        named = form.cleaned_data["name"]
         return _new_form(
-            request, form, {field_name: refusal.detail}, status=refusal.status, taken=taken
+            request,
+            form,
+            {field_name: refusal.detail},
+            status=refusal.status,
+            taken=named if refusal.code == "agent_name_taken" else "",
+            revoked=named if refusal.code == "agent_name_revoked" else "",
         )
     except ValueError as error:
         return _new_form(request, form, {"scopes": f"{error}."}, status=400)
@@ -231,6 +244,7 @@ def _new_form(
     *,
     status: int,
     taken: str = "",
+    revoked: str = "",
 ) -> HttpResponse:
     data = form.data if isinstance(form.data, QueryDict) else QueryDict()
     chosen = data.getlist("scopes") if form.is_bound else [Agent.Scope.READ]
@@ -240,6 +254,7 @@ def _new_form(
         "name": data.get("name", ""),
         "scopes": [(value, words, value in chosen) for value, words in SCOPE_WORDS.items()],
         "taken": taken,
+        "revoked": revoked,
     }
     return render(request, LIST_TEMPLATE, context, status=status)
 
@@ -274,13 +289,42 @@ class RestrictionRow:
 
 
 def _key_state(key: AgentKey, agent: Agent, now: datetime) -> str:
+    """The rest of the sentence its badge ("works", "stopped") begins; nothing to add for
+    a key that works with no end."""
     if not agent.is_active:
-        return "Stopped: the agent is revoked."
+        return "since the agent was revoked"
     if key.expires_at is None:
-        return "Working."
+        return ""
     if key.expires_at > now:
-        return f"Working until {when(key.expires_at)}, the end of a rotation's grace period."
-    return f"Stopped on {when(key.expires_at)}: replaced by a rotation."
+        return f"until {when(key.expires_at)}, the end of a rotation's grace period"
+    return f"on {when(key.expires_at)}: replaced by a rotation"
+
+
+@dataclass(frozen=True)
+class RevokedShown:
+    """A revoked agent's page says since when, by whom and why, instead of its forms."""
+
+    at: datetime | None
+    who: str
+    why: str
+
+
+def _revoked_shown(request: SignedInRequest, agent: Agent) -> RevokedShown | None:
+    if agent.is_active:
+        return None
+    revocation = revocation_of(agent)
+    if revocation is None:
+        return RevokedShown(at=None, who="", why="")
+    return RevokedShown(at=revocation.at, who=_who(request, revocation), why=revocation.reason)
+
+
+def _who(request: SignedInRequest, revocation: Revocation) -> str:
+    """In the words of the history below it ("you", "an admin (ada)"), by the role then."""
+    name = Actor.username_in(revocation.actor) or ""
+    staff = {name} if revocation.role in (ActorRole.SUPPORT, ActorRole.ADMIN) else set()
+    admins = {name} if revocation.role == ActorRole.ADMIN else set()
+    names = Names(request.user.get_username(), frozenset(staff), frozenset(admins))
+    return names.who(revocation.actor)
 
 
 def _agent_context(request: SignedInRequest, agent: Agent, **extra: Any) -> dict[str, Any]:
@@ -303,6 +347,7 @@ def _agent_context(request: SignedInRequest, agent: Agent, **extra: Any) -> dict
     ]
     context: dict[str, Any] = {
         "agent": agent,
+        "revoked": _revoked_shown(request, agent),
         "statuses": statuses(agent),
         "scopes": [SCOPE_WORDS.get(s, s) for s in agent.scopes],
         "keys": [KeyRow(k, k.works_at(now), _key_state(k, agent, now)) for k in keys],
@@ -324,11 +369,17 @@ def agent_page(request: SignedInRequest, name: str) -> HttpResponse:
     return render(request, AGENT_TEMPLATE, _agent_context(request, agent))
 
 
+def _to_page(agent: Agent, part: str = "") -> HttpResponse:
+    return HttpResponseRedirect(reverse("agent", args=[agent.name]) + part)
+
+
 @admin_only
-@require_POST
+@require_http_methods(["GET", "POST"])
 def agent_rotate(request: SignedInRequest, name: str) -> HttpResponse:
     """A new key, shown once; the old ones keep working for the grace period chosen."""
     agent = get_object_or_404(Agent, name=name)
+    if request.method == "GET":
+        return _to_page(agent, "#rotate")
     form = RotateForm(request.POST)
     if not form.is_valid():
         return _refused(request, agent, "rotate", form, _errors(form), 400)
@@ -352,10 +403,12 @@ def agent_rotate(request: SignedInRequest, name: str) -> HttpResponse:
 
 
 @admin_only
-@require_POST
+@require_http_methods(["GET", "POST"])
 def agent_revoke(request: SignedInRequest, name: str) -> HttpResponse:
     """Every key of the agent stops working at once."""
     agent = get_object_or_404(Agent, name=name)
+    if request.method == "GET":
+        return _to_page(agent, "#revoke")
     form = RevokeForm(request.POST)
     if not form.is_valid():
         return _refused(request, agent, "revoke", form, _errors(form), 400)
@@ -365,17 +418,17 @@ def agent_revoke(request: SignedInRequest, name: str) -> HttpResponse:
         )
     except policy.Refusal as refusal:
         return _refused(request, agent, "revoke", form, {"revoke": refusal.detail}, refusal.status)
-    context = _agent_context(
-        request, agent, done="Revoked: every key of this agent stopped working."
-    )
-    return render(request, AGENT_TEMPLATE, context)
+    messages.success(request, "Revoked: every key of this agent stopped working.")
+    return _to_page(agent)
 
 
 @admin_only
-@require_POST
+@require_http_methods(["GET", "POST"])
 def agent_restrict(request: SignedInRequest, name: str) -> HttpResponse:
     """Put one restriction on the agent's writes, or lift it, with a reason."""
     agent = get_object_or_404(Agent, name=name)
+    if request.method == "GET":
+        return _to_page(agent, "#restrictions")
     form = RestrictForm(request.POST)
     typed = {
         "restriction": request.POST.get("restriction", ""),
@@ -397,15 +450,18 @@ def agent_restrict(request: SignedInRequest, name: str) -> HttpResponse:
         )
     except policy.Refusal as refusal:
         return _restrict_refused(request, agent, typed, refusal.detail, refusal.status)
-    done = f"{restriction.words.capitalize()}: {'on' if on else 'lifted'}."
-    return render(request, AGENT_TEMPLATE, _agent_context(request, agent, done=done))
+    messages.success(
+        request, f"{restriction.change(on=on)}. Your reason is in the agent's history below."
+    )
+    return _to_page(agent, "#restrictions")
 
 
 def _restrict_refused(
     request: SignedInRequest, agent: Agent, typed: dict[str, str], message: str, status: int
 ) -> HttpResponse:
-    if typed["restriction"] not in policy.Restriction:
-        # No restriction of that name to show the error beside: say it at the top.
+    if typed["restriction"] not in policy.Restriction or not agent.is_active:
+        # No restriction form (of that name, or at all on a revoked agent's page) to show the
+        # error beside: say it at the top.
         context = _agent_context(request, agent, errors={"restrict": message})
     else:
         context = _agent_context(request, agent, errors={"reason": message}, restrict=typed)
@@ -469,7 +525,8 @@ def _agent_value(name: str, row: Any) -> str:
     if name == "is_active":
         return "working" if value else "revoked"
     if name.endswith("_because"):
-        return f"yes: {value}" if value else "no"
+        # The admin's words are the step's reason: said once, not again in the change.
+        return "yes" if value else "no"
     return str(value)
 
 
@@ -486,7 +543,7 @@ def _agent_step(row: Any, previous: Any | None) -> tuple[str, list[Change]]:
     for restriction in policy.Restriction:
         before, after = getattr(previous, restriction.field), getattr(row, restriction.field)
         if before != after:
-            return ("Restriction put on" if after else "Restriction lifted"), changes
+            return restriction.change(on=bool(after)), changes
     return "Agent changed", changes
 
 
@@ -527,12 +584,15 @@ def _steps(rows: Iterable[Any], describe: Describe, names: Names) -> list[Step]:
     out = []
     for row in rows:
         what, changes = describe(row, previous.get(row.id))
+        reason: str = row.history_change_reason or ""
         out.append(
             Step(
                 at=row.history_date,
                 what=what,
                 who=names.who(row.history_actor or ""),
-                why=row.history_change_reason or "",
+                # "Quarantine started: <why>" is kept whole for the audit; here the step
+                # already says what happened.
+                why=reason.removeprefix(f"{what}: "),
                 changes=changes,
             )
         )

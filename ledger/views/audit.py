@@ -241,7 +241,8 @@ def safe_cell(value: str) -> str:
 def csv_lines(filters: audit.Filters) -> Iterator[str]:
     """The header, then one line per field each entry changed (one line for an entry that
     changed none, such as a deletion), newest first; ``entry`` names the entry a line is of,
-    the same on each of its lines."""
+    the same on each of its lines. Values are the page's words, but for moments, which are
+    ISO 8601 like ``when``."""
     writer = csv.writer(_Echo())
     yield writer.writerow(CSV_HEADER)
     for entry in audit.every_entry(filters, chunk=CSV_CHUNK):
@@ -258,7 +259,7 @@ def csv_lines(filters: audit.Filters) -> Iterator[str]:
             entry.subject,
         ]
         for change in entry.changes or (audit.Change("", "", ""),):
-            cells = [*common, change.field, change.before, change.after, entry.reason]
+            cells = [*common, change.field, *change.exported, entry.reason]
             yield writer.writerow([safe_cell(cell) for cell in cells])
 
 

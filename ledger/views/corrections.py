@@ -3,8 +3,9 @@
 Corrections: every memory that replaced another on the dashboard (a person's or support's
 correction, or an admin's revert), newest first, with the original beside it, who
 corrected it and why, and whether agents were still given the original afterwards; a
-correction's page reverts it. Erasures: who asked, who carried it out, when, which
-subject and how many rows of each kind lost their content, never any of the content.
+correction's page also says how often agents were given its own words, and reverts it.
+Erasures: who asked, who carried it out, when, which subject and how many rows of each
+kind lost their content, never any of the content.
 """
 
 from __future__ import annotations
@@ -25,13 +26,22 @@ from ledger import access, policy
 from ledger.actions.reverts import revert_correction
 from ledger.actors import Actor
 from ledger.choices import ActorRole
-from ledger.corrections import Reads, Version, chain_of, listing, reads_after, reads_after_each, why
+from ledger.corrections import (
+    Reads,
+    Version,
+    chain_of,
+    listing,
+    reach_of,
+    reads_after,
+    reads_after_each,
+    why,
+)
 from ledger.dates import day_window
 from ledger.models import Erasure, Memory, Source, Subject
 from ledger.views.forms import DayField
 from ledger.views.http import SignedInRequest, admin_only
 from ledger.views.paging import BadCursor, asked, keyset_page, next_query
-from ledger.views.presenting import STATUS_CHANGES, Names, said_label, source_words
+from ledger.views.presenting import Names, said_label, source_words, status_words
 
 LIST_TEMPLATE = "ledger/corrections.html"
 DETAIL_TEMPLATE = "ledger/correction.html"
@@ -45,11 +55,9 @@ ROLE_WORDS: dict[str, str] = {
     ActorRole.SUPPORT: "support",
     ActorRole.ADMIN: "an admin",
 }
-WHO_CHOICES = [
-    ("", "Anyone"),
-    (ActorRole.PERSON, "The person"),
-    (ActorRole.SUPPORT, "Support"),
-    (ActorRole.ADMIN, "An admin"),
+# The roles that correct on the dashboard, worded as the audit log's role filter words them.
+WHO_CHOICES = [("", "Any")] + [
+    (role.value, role.label) for role in (ActorRole.PERSON, ActorRole.SUPPORT, ActorRole.ADMIN)
 ]
 
 
@@ -67,11 +75,12 @@ def _unknown(data: QueryDict, form: type[forms.Form]) -> list[str]:
 
 
 class CorrectionFilters(forms.Form):
-    who = forms.ChoiceField(required=False, choices=WHO_CHOICES, label="Corrected by")
+    # The labels are the audit log's: the same words filter both pages.
+    who = forms.ChoiceField(required=False, choices=WHO_CHOICES, label="Role")
     person = forms.CharField(required=False, max_length=150, label="Person (username)")
-    subject = forms.CharField(required=False, max_length=100, label="Subject reference")
-    written_from = DayField(required=False, label="From")
-    written_to = DayField(required=False, label="To (inclusive)")
+    subject = forms.CharField(required=False, max_length=100, label="Subject (reference)")
+    written_from = DayField(required=False, label="From (day)")
+    written_to = DayField(required=False, label="To (day, included)")
     after = forms.CharField(required=False, label="Next page")
 
     def clean(self) -> dict[str, Any]:
@@ -141,7 +150,7 @@ def corrections(request: SignedInRequest) -> HttpResponse:
                 who=who_words(names, m.author, m.author_role),  # type: ignore[attr-defined]
                 why=why(m.author_reason),  # type: ignore[attr-defined]
                 reads_after=reads.get(m.pk, 0),
-                status=STATUS_CHANGES.get(m.status, m.status),
+                status=status_words(m, by_revert=m.reverted),  # type: ignore[attr-defined]
             )
             for m in page.rows
         ],
@@ -170,6 +179,17 @@ class Side:
     wrote: str
     status: str
     sources: list[tuple[Source, str, str]]
+
+
+@dataclass(frozen=True)
+class RevertedBy:
+    """The admin's revert that replaced a correction, in words."""
+
+    memory: Memory
+    who: str
+    why: str
+    # Whether the revert is still the current memory, and so can be reverted in turn.
+    revertable: bool
 
 
 @dataclass(frozen=True)
@@ -209,6 +229,14 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
     sources = Source.objects.filter(memory__in=[original, memory]).select_related("run")
     for source in sources.order_by("received_at", "id"):
         evidence.setdefault(source.memory_id, []).append(source)  # type: ignore[arg-type]
+    # Each version's successor in the chain: a revert's says "replaced by a revert".
+    following = {v.memory.supersedes_id: v.memory for v in chain}
+
+    def status(m: Memory) -> str:
+        successor = following.get(m.pk)
+        return status_words(
+            m, by_revert=successor is not None and successor.restores_id is not None
+        )
 
     def side(m: Memory) -> Side:
         # A copied correction's source says who corrected it then, not who copied it.
@@ -217,7 +245,7 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
             memory=m,
             said=said_label(m, own=False, created_by_viewer=False),
             wrote=authors.get(m.pk, "someone unrecorded"),
-            status=STATUS_CHANGES.get(m.status, m.status),
+            status=status(m),
             sources=[
                 (s, *source_words(s, corrected_by=wrote_words)) for s in evidence.get(m.pk, [])
             ],
@@ -228,6 +256,18 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
     )
     reads: Reads = reads_after(original, memory.written_at)
     revert = memory.restores_id is not None
+    successor = following.get(memory.pk)
+    reverted_by = None
+    if successor is not None and successor.restores_id is not None:
+        reverted_by = RevertedBy(
+            memory=successor,
+            who=authors.get(successor.pk, "someone unrecorded"),
+            why=why(successor.author_reason),  # type: ignore[attr-defined]
+            revertable=policy.revert_refusal(
+                is_correction=True, status=successor.status, restored_status=memory.status
+            )
+            is None,
+        )
     return {
         "memory": memory,
         "original": side(original),
@@ -240,12 +280,14 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
         "who": authors.get(memory.pk, "someone unrecorded"),
         "why": why(memory.author_reason),  # type: ignore[attr-defined]
         "reads": reads,
+        "reach": reach_of(memory),
+        "reverted_by": reverted_by,
         "chain": [
             Step(
                 version=v,
                 what=_what(v),
                 who=authors.get(v.memory.pk, "someone unrecorded"),
-                status=STATUS_CHANGES.get(v.memory.status, v.memory.status),
+                status=status(v.memory),
                 here=v.memory.pk == memory.pk,
             )
             for v in chain

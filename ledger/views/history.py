@@ -19,12 +19,12 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ledger import access
+from ledger import access, policy
 from ledger.corrections import version_ids
 from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Source, WriteDecision
 from ledger.views.http import SignedInRequest
 from ledger.views.memories import describe, is_own, visible_memory
-from ledger.views.presenting import STATUS_CHANGES, Names, day, source_words, steps
+from ledger.views.presenting import Names, day, source_words, status_words, steps
 
 # The latest reads of one version on its history page; the API lists them all.
 READS_SHOWN = 50
@@ -34,10 +34,71 @@ NEIGHBOURS_SHOWN = 20
 
 @dataclass(frozen=True)
 class Decision:
-    """What the write gate decided, and under which version of the write policy."""
+    """What the write gate decided, in words, and under which version of the write policy:
+    ``policy`` is empty when it is the version the memory records, said once beside it."""
 
     decision: WriteDecision
+    title: str
+    detail: str
     policy: str
+
+
+# The gate's outcomes as staff read them at the head of a decision.
+OUTCOME_TITLES: dict[str, str] = {
+    WriteDecision.Outcome.ACCEPTED: "Accepted",
+    WriteDecision.Outcome.PENDING: "Held for confirmation",
+    WriteDecision.Outcome.MERGED: "Added as evidence",
+    WriteDecision.Outcome.CONFLICT: "Accepted, in conflict",
+    WriteDecision.Outcome.REFUSED: "Refused",
+}
+# What an admin's restriction (the decision's code, ``policy.Restriction.code``) means,
+# and the opening of the gate's reason that says the same, so it is said once.
+HOLDS: dict[str, tuple[str, str]] = {
+    policy.Restriction.QUARANTINED.code: (
+        "the agent is quarantined by an admin",
+        "Quarantined by an admin: ",
+    ),
+    policy.Restriction.STATED_UNTRUSTED.code: (
+        "the agent is not trusted for what people said",
+        "This agent is not trusted for what people said: ",
+    ),
+}
+# The openings of the gate's reasons that repeat the outcome's title.
+ACCEPTED_OPENING = "Accepted: "
+MERGED_OPENING = "Same statement as a live memory: the source was added as evidence."
+STILL_HELD = "It stays pending. "
+
+
+def decision_words(row: WriteDecision) -> tuple[str, str]:
+    """A decision as staff read it: its title, from the outcome and the restriction's code
+    ("Held for confirmation"), and the gate's reason after it without what the title says
+    ("the agent is quarantined by an admin: <their reason> …"). Never a raw code."""
+    title = OUTCOME_TITLES.get(row.outcome, row.outcome)
+    reason = row.reason
+    hold = HOLDS.get(row.code)
+    if row.outcome == WriteDecision.Outcome.PENDING and hold and reason.startswith(hold[1]):
+        return title, f"{hold[0]}: {reason.removeprefix(hold[1])}"
+    if row.outcome == WriteDecision.Outcome.MERGED and reason.startswith(MERGED_OPENING):
+        rest = reason.removeprefix(MERGED_OPENING).strip()
+        if hold and rest.startswith(STILL_HELD + hold[1]):
+            because = rest.removeprefix(STILL_HELD + hold[1])
+            rest = f"It stays held for confirmation: {hold[0]}: {because}"
+        return title, f"the same statement came again, from another source. {rest}".strip()
+    if reason.startswith(ACCEPTED_OPENING):
+        rest = reason.removeprefix(ACCEPTED_OPENING)
+        return title, rest[:1].upper() + rest[1:]
+    return title, reason
+
+
+def written_under(memory: Memory, first: Decision | None) -> str:
+    """How the trace says which policy a version was written under: "Accepted under", "Held
+    for confirmation under" (what the gate did with the write), or "Written under" for what
+    did not pass the gate (a correction, a revert), whatever an agent's repeat of it did."""
+    if first is None or first.decision.decided_at != memory.written_at:
+        return "Written under"
+    if first.decision.outcome == WriteDecision.Outcome.PENDING:
+        return "Held for confirmation under"
+    return "Accepted under"
 
 
 @dataclass(frozen=True)
@@ -62,7 +123,26 @@ def _chain(memory: Memory) -> list[Memory]:
     return [by_id[pk] for pk in reversed(ids)]
 
 
-def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[RecallItem]]:
+@dataclass(frozen=True)
+class Read:
+    """One recall that served a version, with where the version stood in the block."""
+
+    item: RecallItem
+    place: str
+
+
+def place_words(item: RecallItem) -> str:
+    """Where a memory stood in a recall's block, in words a person can read. The rank is
+    its relevance to the agent's goal; a 0 (no goal, no word of it matched, or shown only
+    for an open conflict) says nothing worth a number, so none is shown."""
+    if item.position > item.recall.k:
+        return f"{item.position} (shown for an open conflict)"
+    if item.rank <= 0:
+        return str(item.position)
+    return f"{item.position} (relevance to the goal: {item.rank:.3f})"
+
+
+def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[Read]]:
     """The latest recalls of each version, at most ``READS_SHOWN`` each, in one query."""
     latest = (
         RecallItem.objects.filter(memory__in=chain)
@@ -77,9 +157,9 @@ def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[RecallItem]]:
         .filter(row__lte=READS_SHOWN)
         .order_by("memory_id", "row")
     )
-    reads: dict[uuid.UUID, list[RecallItem]] = {}
+    reads: dict[uuid.UUID, list[Read]] = {}
     for item in latest:
-        reads.setdefault(item.memory_id, []).append(item)
+        reads.setdefault(item.memory_id, []).append(Read(item, place_words(item)))
     return reads
 
 
@@ -100,15 +180,19 @@ def _reach(chain: list[Memory], changed: dict[uuid.UUID, datetime]) -> dict[uuid
     return {m.pk: Reach(*counted.get(m.pk, (0, 0)), changed_at=changed.get(m.pk)) for m in chain}
 
 
-def policy_words(changes: list[tuple[datetime, int]], at: datetime) -> str:
+# The version of the write policy before anyone changed it: the shipped defaults.
+DEFAULT_VERSION = 1
+
+
+def policy_at(changes: list[tuple[datetime, int]], at: datetime) -> tuple[int, str]:
     """The write policy in force at ``at``: the version its last change by then made
-    (``changes``: when and which version, sorted), or "the default policy" before any
-    change. The number is the one memories record (``Memory.policy_version``)."""
+    (``changes``: when and which version, sorted), with it in words; the default policy
+    before any change. The number is the one memories record (``Memory.policy_version``)."""
     index = bisect.bisect_right(changes, at, key=lambda change: change[0])
     if index == 0:
-        return "the default policy"
+        return DEFAULT_VERSION, f"policy version {DEFAULT_VERSION}, the default policy"
     changed_at, version = changes[index - 1]
-    return f"policy version {version}, of {day(changed_at)}"
+    return version, f"policy version {version}, of {day(changed_at)}"
 
 
 def _decisions(chain: list[Memory]) -> dict[uuid.UUID, list[Decision]]:
@@ -117,12 +201,14 @@ def _decisions(chain: list[Memory]) -> dict[uuid.UUID, list[Decision]]:
     changes = list(
         Policy.history.order_by("history_date", "history_id").values_list("history_date", "version")
     )
+    recorded = {m.pk: m.policy_version for m in chain}
     found: dict[uuid.UUID, list[Decision]] = {}
     for row in WriteDecision.objects.filter(memory__in=chain).order_by("decided_at", "id"):
         if row.memory_id is not None:
-            found.setdefault(row.memory_id, []).append(
-                Decision(row, policy_words(changes, row.decided_at))
-            )
+            version, words = policy_at(changes, row.decided_at)
+            # The version the memory records is said once, beside the write.
+            shown = "" if version == recorded.get(row.memory_id) else words
+            found.setdefault(row.memory_id, []).append(Decision(row, *decision_words(row), shown))
     return found
 
 
@@ -192,21 +278,26 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         # Who wrote this version: for a dashboard correction, who corrected it.
         wrote = names.who(rows[0].history_actor) if rows else "someone unrecorded"
         sources = [(s, *source_words(s, corrected_by=wrote)) for s in m.sources.all()]
+        replaced_by = chain[index - 1] if index > 0 else None
+        decided = decisions.get(m.pk, [])
         versions.append(
             {
                 "memory": m,
-                "status": STATUS_CHANGES.get(m.status, m.status),
+                "status": status_words(
+                    m, by_revert=replaced_by is not None and replaced_by.restores_id is not None
+                ),
                 "steps": steps(rows, names=names),
                 "current": m.pk == memory.pk,
                 "replaced": chain[index + 1] if index + 1 < len(chain) else None,
-                "replaced_by": chain[index - 1] if index > 0 else None,
+                "replaced_by": replaced_by,
                 "conflicts": [
                     c
                     for c in conflicts
                     if c.kept_id == m.pk or any(x.pk == m.pk for x in c.memories.all())
                 ],
                 "sources": sources if staff else (),
-                "decisions": decisions.get(m.pk, []),
+                "decisions": decided,
+                "written_under": written_under(m, decided[0] if decided else None),
                 "reach": reach.get(m.pk),
                 "reads": reads.get(m.pk, []),
             }

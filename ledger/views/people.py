@@ -20,7 +20,7 @@ from django.contrib import messages
 from django.contrib.auth.models import User
 from django.contrib.auth.validators import UnicodeUsernameValidator
 from django.core.validators import RegexValidator
-from django.db.models import Count, Prefetch
+from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
 from django.http import HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from ledger import access, policy
 from ledger.access import Role
 from ledger.actions import people as actions
-from ledger.actions.people import ACTIVE, DISABLED, Field
+from ledger.actions.people import ACTIVE, DISABLED, ROLE_WORDS, Field
 from ledger.actors import Actor
 from ledger.api.fields import REF_HELP, REF_PATTERN
 from ledger.choices import ActorRole
@@ -49,7 +49,6 @@ HISTORY_SHOWN = 200
 REASON_MAX = 500
 FORM_EXTRAS = {"csrfmiddlewaretoken"}
 
-ROLE_WORDS = {Role.END_USER: "End user", Role.SUPPORT: "Support", Role.ADMIN: "Admin"}
 ROLE_CHOICES = [(role.value, words) for role, words in ROLE_WORDS.items()]
 ROLE_HELP = (
     "An end user sees and corrects only the subjects they own. Support works on every "
@@ -57,20 +56,25 @@ ROLE_HELP = (
 )
 FIELD_WORDS: dict[str, str] = {
     Field.PERSON: "Person",
+    Field.NAME: "Name",
     Field.ROLE: "Role",
     Field.EMAIL: "E-mail address",
     Field.SUBJECT: "Subject owned",
     Field.ACCESS: "Signing in",
     Field.PASSWORD: "Password",
     Field.PASSWORD_LINK: "Set-password link",
+    Field.PASSWORD_LINK_FAILED: "Set-password link not sent",
 }
+LINK_FIELDS = (Field.PASSWORD_LINK, Field.PASSWORD_LINK_FAILED)
 ACCESS_WORDS = {ACTIVE: "can sign in", DISABLED: "disabled"}
 ACTOR_ROLES: dict[str, str] = dict(ActorRole.choices)
+OWNS_SUBJECTS = "person_owns_subjects"
 # Which field of a form a refusal is about, so its words appear beside that field.
 REFUSAL_FIELDS = {
     "reason_required": "reason",
     "reason_invalid_character": "reason",
     "role_unchanged": "role",
+    OWNS_SUBJECTS: "role",
     "subject_taken": "subject_ref",
     "subject_already_linked": "subject_ref",
     "username_reserved": "username",
@@ -109,16 +113,20 @@ def _role(label: str) -> forms.ChoiceField:
     )
 
 
+def _visible(name: str) -> str:
+    name = name.strip()
+    if policy.forbidden_character(name):
+        raise forms.ValidationError("The name holds an invisible character: type it again.")
+    return name
+
+
 class SubjectNamed(forms.Form):
     subject_name = forms.CharField(
         label="What the subject is called", max_length=200, required=False
     )
 
     def clean_subject_name(self) -> str:
-        name: str = self.cleaned_data["subject_name"].strip()
-        if policy.forbidden_character(name):
-            raise forms.ValidationError("The name holds an invisible character: type it again.")
-        return name
+        return _visible(self.cleaned_data["subject_name"])
 
 
 class NewPersonForm(SubjectNamed):
@@ -136,10 +144,27 @@ class NewPersonForm(SubjectNamed):
             "invalid": "That is not an e-mail address (like name@example.com).",
         },
     )
+    first_name = forms.CharField(label="First name (optional)", max_length=150, required=False)
+    last_name = forms.CharField(label="Last name (optional)", max_length=150, required=False)
     role = _role("Role")
     subject_ref = _subject_ref(required=False)
     reason = _reason()
-    field_order = ["username", "email", "role", "subject_ref", "subject_name", "reason"]
+    field_order = [
+        "username",
+        "email",
+        "first_name",
+        "last_name",
+        "role",
+        "subject_ref",
+        "subject_name",
+        "reason",
+    ]
+
+    def clean_first_name(self) -> str:
+        return _visible(self.cleaned_data["first_name"])
+
+    def clean_last_name(self) -> str:
+        return _visible(self.cleaned_data["last_name"])
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
@@ -200,7 +225,8 @@ def people(request: SignedInRequest) -> HttpResponse:
     if role and role not in actions.ROLES:
         context["error"] = f"'{role[:50]}' is not a role: choose end user, support or admin."
         return render(request, LIST_TEMPLATE, context, status=400)
-    listed = User.objects.annotate(owned=Count("subjects")).order_by("username")
+    listed = _with_last_link(User.objects.all()).annotate(owned=Count("subjects"))
+    listed = listed.order_by("username")
     if role:
         listed = listed.filter(access.people_in_role(Role(role)))
     if after:
@@ -217,7 +243,13 @@ def people(request: SignedInRequest) -> HttpResponse:
     )
     shown = page[:PEOPLE_SHOWN]
     context["rows"] = [
-        (person, role_words(person), person.owned - len(person.named_subjects)) for person in shown
+        (
+            person,
+            role_words(person),
+            person.owned - len(person.named_subjects),
+            _password_state(person),
+        )
+        for person in shown
     ]
     context["next"] = shown[-1].username if len(page) > PEOPLE_SHOWN else ""
     return render(request, LIST_TEMPLATE, context)
@@ -244,6 +276,8 @@ def person_new(request: SignedInRequest) -> HttpResponse:
         person = actions.create_person(
             username=data["username"],
             email=data["email"],
+            first_name=data["first_name"],
+            last_name=data["last_name"],
             role=data["role"],
             subject_ref=data["subject_ref"],
             subject_name=data["subject_name"],
@@ -387,7 +421,40 @@ def _place(form: forms.Form, refusal: policy.Refusal) -> str:
 
 
 def _person_or_404(username: str) -> User:
-    return get_object_or_404(User.objects.prefetch_related("groups"), username=username)
+    people = _with_last_link(User.objects.prefetch_related("groups"))
+    return get_object_or_404(people, username=username)
+
+
+def _with_last_link(people: QuerySet[User]) -> QuerySet[User]:
+    """Each person with the last set-password link recorded for them: when, and whether
+    the mail server took it (by username, which the audit chain seals)."""
+    last = PersonChange.objects.filter(
+        username=OuterRef("username"), field__in=LINK_FIELDS
+    ).order_by("-changed_at", "-id")
+    return people.annotate(
+        last_link_at=Subquery(last.values("changed_at")[:1]),
+        last_link_field=Subquery(last.values("field")[:1]),
+    )
+
+
+@dataclass(frozen=True)
+class PasswordState:
+    """Whether a person has chosen a password yet, and what became of their last link."""
+
+    chosen: bool
+    link_sent_at: datetime | None
+    link_failed: bool
+
+
+def _password_state(person: User) -> PasswordState:
+    """For a person read through ``_with_last_link``."""
+    field = getattr(person, "last_link_field", None)
+    sent = field == Field.PASSWORD_LINK
+    return PasswordState(
+        chosen=person.has_usable_password(),
+        link_sent_at=getattr(person, "last_link_at", None) if sent else None,
+        link_failed=field == Field.PASSWORD_LINK_FAILED,
+    )
 
 
 @dataclass(frozen=True)
@@ -413,7 +480,11 @@ def _value_words(field: str, value: str) -> str:
 
 def _history(viewer: User, person: User) -> list[HistoryRow]:
     names = Names(viewer.get_username(), frozenset())
-    rows = PersonChange.objects.filter(person=person).order_by("-changed_at", "-id")
+    # By username, not the person's row: the username is in the audit chain's seal, the
+    # link to the row is not (it is cleared should the person be deleted).
+    rows = PersonChange.objects.filter(username=person.get_username()).order_by(
+        "-changed_at", "-id"
+    )
     return [
         HistoryRow(
             at=row.changed_at,
@@ -438,6 +509,7 @@ def _person_response(
 ) -> HttpResponse:
     facts = actions.facts_about(person, viewer=request.user)
     moves = policy.person_moves(facts)
+    role_refusal = policy.person_move_refusal(PersonMove.CHANGE_ROLE, facts)
     subjects = Subject.objects.filter(owner=person).order_by("ref")
     role = access.role_of(person)
     context: dict[str, Any] = {
@@ -445,6 +517,8 @@ def _person_response(
         "role": role_words(person),
         "facts": facts,
         "can": {move.value: move in moves for move in PersonMove},
+        "kept_by_subjects": role_refusal is not None and role_refusal.code == OWNS_SUBJECTS,
+        "password": _password_state(person),
         "subjects": list(subjects[:SUBJECTS_SHOWN]),
         "subject_count": subjects.count(),
         "history": _history(request.user, person),

@@ -16,6 +16,7 @@ from django.conf import settings
 from ledger import access
 from ledger.actions.conflicts import KEPT_IN_CONFLICT
 from ledger.actions.lifecycle import CORRECTION_REF
+from ledger.actions.reverts import REVERTED
 from ledger.actors import Actor
 from ledger.choices import CORRECTIONS, StatedBy
 from ledger.dates import day as day  # re-exported: views format days with the presenters
@@ -36,9 +37,32 @@ def undo_seconds() -> int:
     return settings.MEMORYADMIN_UNDO_SECONDS
 
 
+def full_stop(text: str) -> str:
+    """The full stop a sentence that ends by quoting ``text`` still needs: none when the
+    quoted words end a sentence of their own ("… may now use “Pays monthly.”")."""
+    return "" if text.rstrip().endswith((".", "!", "?", "…")) else "."
+
+
+def held_statement(memory: Memory) -> bool:
+    """An agent's report of what the person said, held pending by an admin's restriction on
+    that agent: only a restriction holds a statement, and until a person confirms it, it
+    is the agent's claim, not the person's word (nor a guess)."""
+    return (
+        memory.status == Memory.Status.PENDING
+        and memory.basis == Memory.Basis.STATED
+        and memory.stated_by == StatedBy.PERSON
+    )
+
+
 def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
     if memory.basis == Memory.Basis.INFERRED:
         return "The assistant guessed this"
+    if held_statement(memory):
+        return (
+            "The assistant says you told it this"
+            if own
+            else "The assistant says the person said this"
+        )
     if memory.stated_by == StatedBy.CONFIRMATION:
         return "You confirmed this" if own else "Confirmed by the person"
     if memory.stated_by == StatedBy.SUPPORT_CONFIRMATION:
@@ -130,6 +154,16 @@ class Names:
 
 # A status as a person reads it at the head of a line: "In use", "Deleted".
 STATUS_CHANGES: dict[str, str] = {status: status.label.capitalize() for status in Memory.Status}
+# A memory an admin's revert replaced: superseded, but not by anyone's correction of it.
+REPLACED_BY_REVERT = "Replaced by a revert"
+
+
+def status_words(memory: Memory, *, by_revert: bool = False) -> str:
+    """``memory``'s status at the head of a line; ``by_revert``: the memory that superseded
+    it is an admin's revert (its ``restores`` is set), not a correction."""
+    if memory.status == Memory.Status.SUPERSEDED and by_revert:
+        return REPLACED_BY_REVERT
+    return STATUS_CHANGES.get(memory.status, memory.status)
 
 
 @dataclass(frozen=True)
@@ -220,11 +254,19 @@ def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
         else:
             what = "Changed"
         why = row.history_change_reason or ""
+        if row.status == Memory.Status.SUPERSEDED and why.startswith(REVERTED):
+            # Superseded by an admin's revert, whose reason says so: named once, not twice.
+            what, why = REPLACED_BY_REVERT, why.removeprefix(REVERTED)
         if why.startswith(KEPT_IN_CONFLICT):
             # "Kept when the conflict was resolved by the person: deleted instead …": the
             # step's name, then what else went; who did it is said by ``who``.
             what, why = KEPT_IN_CONFLICT, why.partition(": ")[2]
         changes: list[Change] = changes_between(previous, row) if previous is not None else []
+        if what == REPLACED_BY_REVERT:
+            changes = [
+                Change(c.label, c.before, REPLACED_BY_REVERT) if c.label == "Status" else c
+                for c in changes
+            ]
         who = names.who(row.history_actor)
         out.append(Step(at=row.history_date, what=what, who=who, why=why, changes=changes))
         previous = row

@@ -6,7 +6,14 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ledger import access
-from ledger.actions.people import ROLES, PersonExists, create_person, update_person
+from ledger.actions.people import (
+    ROLES,
+    PersonExists,
+    create_person,
+    full_name,
+    role_words,
+    update_person,
+)
 from ledger.actors import Actor
 from ledger.policy import Refusal
 
@@ -27,6 +34,8 @@ class Command(BaseCommand):
         parser.add_argument("--subject", default="", help="ref of a subject this user owns")
         parser.add_argument("--subject-name", default="", help="how the subject is called")
         parser.add_argument("--email", default="", help="where reminders and set-password links go")
+        parser.add_argument("--first-name", default="", help="shown beside their username")
+        parser.add_argument("--last-name", default="", help="shown beside their username")
         parser.add_argument("--reason", default="", help="why, kept in the person's history")
         parser.add_argument(
             "--update",
@@ -37,6 +46,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, username: str, role: str | None, **options: Any) -> None:
         password = os.environ.get("PERSON_PASSWORD", "")
         subject, subject_name, email = options["subject"], options["subject_name"], options["email"]
+        names = {"first_name": options["first_name"], "last_name": options["last_name"]}
         actor = Actor.system("cli")
         reason = options["reason"] or DEFAULT_REASON
         try:
@@ -55,6 +65,7 @@ class Command(BaseCommand):
                     subject_name=subject_name,
                     email=email,
                     reason=reason,
+                    **names,
                 )
                 said = "; ".join(changes) if changes else "nothing to change"
                 self.stdout.write(f"Updated '{username}': {said}.")
@@ -74,6 +85,7 @@ class Command(BaseCommand):
                 email=email,
                 actor=actor,
                 reason=reason,
+                **names,
             )
         except PersonExists as refused:
             raise CommandError(
@@ -83,5 +95,7 @@ class Command(BaseCommand):
             raise CommandError(refused.detail) from None
         except ValidationError as invalid:
             raise CommandError("The password was refused: " + " ".join(invalid.messages)) from None
+        name = full_name(names["first_name"], names["last_name"])
+        called = f" ({name})" if name else ""
         owned = f", owning subject {subject}" if subject else ""
-        self.stdout.write(f"Created {role} '{username}'{owned}.")
+        self.stdout.write(f"Created {role_words(role)} '{username}'{called}{owned}.")

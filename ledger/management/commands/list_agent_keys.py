@@ -37,7 +37,8 @@ class Command(BaseCommand):
                 key.prefix,
                 ",".join(key.agent.scopes) or "none",
                 when(key.created_at),
-                when(key.last_used_at) if key.last_used_at else "never",
+                # Only a request with the key counts (the demo's seed writes without one).
+                when(key.last_used_at) if key.last_used_at else "no request yet",
                 when(key.expires_at) if key.expires_at else "never",
                 state(key, now),
             )
