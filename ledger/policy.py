@@ -586,14 +586,14 @@ def refuse_batch_size(found: int, *, expected: int | None = None) -> None:
         )
 
 
-def refuse_without_reason(reason: str, *, why: str = "these memories are deleted") -> None:
-    """A batch changes other people's memories: it says why, in each one's history."""
+def refuse_without_reason(
+    reason: str, *, why: str = "these memories are deleted", kept: str = "each one's history"
+) -> None:
+    """A change to what others rely on says why, in words that hide nothing: the reason is
+    kept in the history and shown on pages."""
     if not reason.strip():
-        raise Refusal(
-            "reason_required",
-            f"Say why {why}: the reason is kept in each one's history.",
-            400,
-        )
+        raise Refusal("reason_required", f"Say why {why}: the reason is kept in {kept}.", 400)
+    refuse_hidden_characters(reason)
 
 
 def refuse_hidden_characters(reason: str) -> None:
@@ -1175,17 +1175,6 @@ def refuse_unknown_settings(changes: Mapping[str, object]) -> None:
         )
 
 
-def refuse_policy_reason(reason: str) -> None:
-    """A policy change decides every write after it: it says why, in the policy's history."""
-    if not reason.strip():
-        raise Refusal(
-            "reason_required",
-            "Say why the policy changes: the reason is kept in its history, beside what changed.",
-            400,
-        )
-    refuse_hidden_characters(reason)
-
-
 def refuse_stale_policy(expected: int | None, current: int) -> None:
     """A change made on the page of an earlier version would silently undo the one since."""
     if expected is not None and expected != current:
@@ -1337,14 +1326,3 @@ def refuse_subject_taken(*, subject_ref: str, owner: str, person: str) -> None:
             f"it on {owner}'s page first, with a reason. Nothing was changed.",
             409,
         )
-
-
-def refuse_person_reason(reason: str) -> None:
-    """A change to a person says why, in their history."""
-    if not reason.strip():
-        raise Refusal(
-            "reason_required",
-            "Say why: the reason is kept in the person's history. Nothing was changed.",
-            400,
-        )
-    refuse_hidden_characters(reason)

@@ -80,7 +80,6 @@ def rotate_agent_key(
     """
     policy.refuse_bad_grace(grace_hours)
     policy.refuse_without_reason(reason, why="the key is rotated")
-    policy.refuse_hidden_characters(reason)
     now = timezone.now()
     ends = now + timedelta(hours=grace_hours)
     key = new_key()
@@ -110,7 +109,6 @@ def rotate_agent_key(
 def revoke_agent(*, agent: Agent, actor: Actor, reason: str) -> Agent:
     """Every key of ``agent`` stops working at once; its history stays."""
     policy.refuse_without_reason(reason, why="the agent is revoked")
-    policy.refuse_hidden_characters(reason)
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
         policy.refuse_revoked_twice(locked)
@@ -129,7 +127,6 @@ def restrict_agent(
     The history keeps the admin's words after what happened: "Quarantine started: …".
     """
     policy.refuse_without_reason(reason, why="the agent's writes change")
-    policy.refuse_hidden_characters(reason)
     reason = " ".join(reason.split())
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)

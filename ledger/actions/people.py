@@ -366,7 +366,7 @@ def _check_role(role: str) -> None:
 def _check_reason(actor: Actor, reason: str) -> None:
     # The command line and the demo say who they are; a person on a page also says why.
     if actor.user is not None:
-        policy.refuse_person_reason(reason)
+        policy.refuse_without_reason(reason, why="this person changes", kept="their history")
 
 
 def _locked(person: User) -> User:

@@ -26,7 +26,9 @@ def change_policy(
     database lost it, so its history starts here.
     """
     policy.refuse_unknown_settings(changes)
-    policy.refuse_policy_reason(reason)
+    policy.refuse_without_reason(
+        reason, why="the policy changes", kept="its history, beside what changed"
+    )
     with transaction.atomic():
         current = Policy.objects.select_for_update().filter(pk=1).first() or Policy(pk=1)
         policy.refuse_stale_policy(expected_version, current.version)

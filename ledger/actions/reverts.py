@@ -38,7 +38,6 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     if not access.may_revert(actor):
         raise policy.Refusal("not_an_admin", "Only an admin can revert a correction.", 403)
     policy.refuse_without_reason(reason, why="this correction is reverted")
-    policy.refuse_hidden_characters(reason)
     reason = reason.strip()
     now = timezone.now()
     with transaction.atomic():

@@ -89,7 +89,9 @@ class PolicyForm(forms.Form):
     def clean_reason(self) -> str:
         reason: str = self.cleaned_data["reason"]
         try:
-            policy.refuse_policy_reason(reason)
+            policy.refuse_without_reason(
+                reason, why="the policy changes", kept="its history, beside what changed"
+            )
         except policy.Refusal as refusal:
             raise forms.ValidationError(refusal.detail) from refusal
         return reason
