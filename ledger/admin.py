@@ -19,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.contrib import admin
+from django.contrib.admin.utils import unquote
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from simple_history.admin import SimpleHistoryAdmin
 from simple_history.template_utils import HistoricalRecordContextHelper
 
@@ -121,6 +122,21 @@ class TrackedReadOnlyAdmin(ReadOnly, SimpleHistoryAdmin):  # type: ignore[misc]
             record.who_words = names.who(record.history_actor)
             record.role_words = ACTOR_ROLES.get(record.history_role, record.history_role)
 
+    def _refuse_malformed_id(self, object_id: str) -> None:
+        # simple-history looks the id up as given: one that is no id of this model (a typed
+        # address, "<id>/change" caught by its pattern) is a page that does not exist.
+        try:
+            self.model._meta.pk.to_python(unquote(object_id))
+        except ValidationError as invalid:
+            raise Http404 from invalid
+
+    def history_view(
+        self, request: HttpRequest, object_id: str, extra_context: dict[str, Any] | None = None
+    ) -> HttpResponse:
+        self._refuse_malformed_id(object_id)
+        response: HttpResponse = super().history_view(request, object_id, extra_context)
+        return response
+
     def history_form_view(
         self,
         request: HttpRequest,
@@ -132,6 +148,7 @@ class TrackedReadOnlyAdmin(ReadOnly, SimpleHistoryAdmin):  # type: ignore[misc]
         # write functions (a "revert"): only reading it is allowed.
         if request.method != "GET":
             raise PermissionDenied("Changes go through memoryadmin's own pages and API.")
+        self._refuse_malformed_id(object_id)
         response: HttpResponse = super().history_form_view(
             request, object_id, version_id, extra_context
         )

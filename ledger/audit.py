@@ -20,6 +20,7 @@ from functools import cache
 from typing import Any
 
 from django.apps import apps
+from django.contrib.auth.models import User
 from django.db.models import (
     Case,
     Exists,
@@ -90,6 +91,8 @@ NAMED_BY: dict[type[Model], tuple[tuple[str, ...], Callable[..., str]]] = {
     Run: (("ref",), str),
     Source: (("kind", "ref"), source_name),
     Memory: (("statement",), lambda statement: quoted(Truncator(statement).chars(STATEMENT_SHOWN))),
+    # A subject's owner, and who a reminder went to: people by their username.
+    User: (("username",), str),
 }
 
 

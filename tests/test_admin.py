@@ -212,6 +212,19 @@ def test_every_page_of_every_model_in_the_django_admin_answers(
             assert alex.get(url).status_code == 200, url
 
 
+def test_a_history_address_with_no_id_of_the_model_is_not_found(
+    alex: Client, one_of_each: None
+) -> None:
+    for model, _ in _registered():
+        if not hasattr(model, "history"):
+            continue
+        meta = model._meta
+        row = model._default_manager.order_by("pk").first()
+        assert row is not None
+        url = f"/admin/{meta.app_label}/{meta.model_name}/{row.pk}/change/history/"
+        assert alex.get(url).status_code == 404, url
+
+
 def test_a_write_decision_has_a_history_page(alex: Client, one_of_each: None) -> None:
     """Untracked: Django's own history page, which simple-history's would break (a 500)."""
     decision = WriteDecision.objects.first()

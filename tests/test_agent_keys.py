@@ -536,6 +536,14 @@ def test_create_of_a_revoked_agents_name_says_when_by_whom_and_why() -> None:
     assert AgentKey.objects.count() == 1
 
 
+def test_other_capitals_do_not_make_a_revoked_name_new_again() -> None:
+    run("create_agent_key", "crm-sync")
+    run("revoke_agent_key", "crm-sync", "--reason", "Retired.")
+    with pytest.raises(CommandError, match="choose another name"):
+        run("create_agent_key", "CRM-Sync")
+    assert list(Agent.objects.values_list("name", flat=True)) == ["crm-sync"]
+
+
 def test_rotate_command_prints_a_working_key_alone_on_its_last_line(frozen: Any) -> None:
     old = last_line(run("create_agent_key", "crm-assistant", "--scopes", "read"))
     output = run("rotate_agent_key", "crm-assistant", "--grace-hours", "3", "--reason", "Yearly.")

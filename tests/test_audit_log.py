@@ -28,7 +28,7 @@ from ledger.actions.expiry import expire_due
 from ledger.actions.journal import run_for_agent
 from ledger.actions.lifecycle import confirm_memory, correct_memory, retract_memory
 from ledger.actions.notes import delete_note, write_note
-from ledger.actions.people import change_role, create_person, update_person
+from ledger.actions.people import change_role, create_person, link_subject, update_person
 from ledger.actions.policy import change_policy
 from ledger.actions.retractions import Selection, retract_batch
 from ledger.actions.reverts import revert_correction
@@ -226,6 +226,25 @@ def test_subjects_are_named_as_the_other_pages_name_them(
     assert f'about <a href="{reverse("subject", args=[OTHER])}">{OTHER}</a>' in html
     # The export keeps the reference, which finds the subject again.
     assert {line["subject"] for line in csv_rows(ada, "kind=memory")} == {SUBJECT, OTHER}
+
+
+def test_a_subjects_owner_is_named_by_username(
+    story: dict[str, Memory],
+    people: dict[str, User],
+    ada: Client,
+    make_person: Callable[..., User],
+) -> None:
+    link_subject(
+        make_person("priya"),
+        actor=Actor.for_user(people["ada"]),
+        subject_ref=OTHER,
+        subject_name="",
+        reason="Priya is the account holder.",
+    )
+    found = rows(ada, "kind=subject")
+    owned = [changes(r)["Owner"] for r in found if "Owner" in changes(r)]
+    # By their usernames, never by the account's id.
+    assert {after for _, after in owned} == {"dana", "priya"}
 
 
 def test_the_first_policy_change_is_compared_with_the_settings_it_ships_with(

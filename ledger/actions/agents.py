@@ -59,7 +59,8 @@ def create_agent(
 
 
 def _refuse_taken(name: str) -> None:
-    existing = Agent.objects.filter(name=name).first()
+    # Whatever its capitals: "CRM-Sync" beside a revoked "crm-sync" would be taken for it.
+    existing = Agent.objects.filter(name__iexact=name).first()
     revoked = revocation_of(existing) if existing is not None else None
     policy.refuse_taken_agent_name(name, existing=existing, revoked=revoked)
 
