@@ -52,7 +52,7 @@ UNRECORDED = "(not recorded)"
 PERSON = "person"
 # Columns that change with every save or say nothing a person decided: counters, derived
 # copies, secrets' hashes, usage stamps. Shown, they would bury the real changes.
-BOOKKEEPING = {"version", "normalized", "hash", "last_used_at", "updated_at", "status_changed_at"}
+BOOKKEEPING = {"version", "normalized", "hash", "updated_at", "status_changed_at"}
 # The rows ``create_person`` writes beside a person's own ("person") row, in the same
 # transaction: what they were given when they were made, so part of their creation.
 CREATED_WITH = (

@@ -44,12 +44,16 @@ class ActorHistory(models.Model):
         abstract = True
 
 
-def tracked() -> HistoricalRecords:
-    """History for a model that people or agents change: who, when and an unbounded why."""
+def tracked(*, untracked: tuple[str, ...] = ()) -> HistoricalRecords:
+    """History for a model that people or agents change: who, when and an unbounded why.
+
+    ``untracked`` columns are not changes anyone makes (a key's last use): history never
+    holds them, so updating them in place goes behind nobody's back."""
     return HistoricalRecords(
         bases=[ActorHistory],
         history_change_reason_field=models.TextField(null=True),
         cascade_delete_history=False,
+        excluded_fields=list(untracked),
     )
 
 
@@ -133,10 +137,10 @@ class AgentKey(models.Model):
     hash = models.CharField(max_length=64)
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField(null=True, blank=True)
-    # Usage, not a change: updated in place at most once a minute, outside the history.
+    # Usage, not a change: updated in place at most once a minute, and not in the history.
     last_used_at = models.DateTimeField(null=True, blank=True)
 
-    history = tracked()
+    history = tracked(untracked=("last_used_at",))
     objects = AgentKeyQuerySet.as_manager()
 
     class Meta:

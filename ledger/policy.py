@@ -385,6 +385,18 @@ def expiry_for(
     return Expiry(expires_at, capped=False)
 
 
+def successor_expiry(
+    policy: Policy, *, kind: str, basis: str, replaced_expires_at: datetime | None, now: datetime
+) -> datetime | None:
+    """When a memory written in place of another dies (a correction, a revert): a stated
+    one that never expired still never does; any other gets the life of a new memory."""
+    if replaced_expires_at is None and basis == Basis.STATED:
+        return None
+    return expiry_for(
+        policy, kind=kind, basis=basis, now=now, requested=None, omitted=True
+    ).expires_at
+
+
 def review_date_for(policy: Policy, *, kind: str, now: datetime) -> datetime:
     return now + timedelta(days=policy.review_days(kind))
 

@@ -74,7 +74,6 @@ def correct_memory(
         pending = by_agent and (
             hold is not None or policy.needs_corroboration(current, basis=basis, distinct_sources=1)
         )
-        keeps_no_expiry = old.expires_at is None and basis == Memory.Basis.STATED
         new = Memory(
             subject=old.subject,
             kind=old.kind,
@@ -86,11 +85,9 @@ def correct_memory(
             status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
             written_at=now,
             confirmed_at=None if pending else now,
-            expires_at=None
-            if keeps_no_expiry
-            else policy.expiry_for(
-                current, kind=old.kind, basis=basis, now=now, requested=None, omitted=True
-            ).expires_at,
+            expires_at=policy.successor_expiry(
+                current, kind=old.kind, basis=basis, replaced_expires_at=old.expires_at, now=now
+            ),
             review_at=policy.review_date_for(current, kind=old.kind, now=now),
             policy_version=current.version,
             supersedes=old,
@@ -102,17 +99,15 @@ def correct_memory(
             # agent or support may, must not bring it back to the assistant.
             withheld=old.withheld,
         )
-        old.status = Memory.Status.SUPERSEDED
-        old.status_changed_at = now
-        save_tracked(
-            old,
-            actor=actor,
-            reason=f"Corrected: {reason}",
-            update_fields=["status", "status_changed_at"],
-            bump_version=True,
-        )
         held = f" {hold.reason}" if hold else ""
-        save_tracked(new, actor=actor, reason=f"{CORRECTION_OF}{reason}{held}")
+        supersede_memory(
+            old=old,
+            new=new,
+            actor=actor,
+            old_reason=f"Corrected: {reason}",
+            new_reason=f"{CORRECTION_OF}{reason}{held}",
+            now=now,
+        )
         add_source(
             data=source,
             agent=actor.agent or old.agent,
@@ -121,10 +116,28 @@ def correct_memory(
             actor=actor,
             memory=new,
         )
-        refresh_conflict(subject=new.subject, key=new.key, actor=actor)
-        clear_reminders(memory=old, now=now)
     memory.refresh_from_db()
     return new
+
+
+def supersede_memory(
+    *, old: Memory, new: Memory, actor: Actor, old_reason: str, new_reason: str, now: datetime
+) -> None:
+    """Write ``new`` in place of ``old`` (a correction, a revert): the old one is kept,
+    superseded, for audit; the slot's conflict is settled anew; the old one's reminders are
+    done with. The caller holds the slot's lock and gives ``new`` its sources."""
+    old.status = Memory.Status.SUPERSEDED
+    old.status_changed_at = now
+    save_tracked(
+        old,
+        actor=actor,
+        reason=old_reason,
+        update_fields=["status", "status_changed_at"],
+        bump_version=True,
+    )
+    save_tracked(new, actor=actor, reason=new_reason)
+    refresh_conflict(subject=new.subject, key=new.key, actor=actor)
+    clear_reminders(memory=old, now=now)
 
 
 def move_memory(

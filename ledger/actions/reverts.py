@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
-from ledger.actions.reminders import clear_reminders
-from ledger.actions.slots import lock_slot, refresh_conflict
+from ledger.actions.lifecycle import supersede_memory
+from ledger.actions.slots import lock_slot
 from ledger.actors import Actor
 from ledger.models import Memory, Policy, Source
 
@@ -51,7 +51,6 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
         assert replaced is not None  # a correction always replaced something
         current = Policy.current()
         pending = _status_when_replaced(replaced) == Memory.Status.PENDING
-        keeps_no_expiry = replaced.expires_at is None and replaced.basis == Memory.Basis.STATED
         copy = Memory(
             subject=replacement.subject,
             kind=replaced.kind,
@@ -63,32 +62,27 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
             written_at=now,
             confirmed_at=None if pending else now,
-            expires_at=None
-            if keeps_no_expiry
-            else policy.expiry_for(
+            expires_at=policy.successor_expiry(
                 current,
                 kind=replaced.kind,
                 basis=replaced.basis,
+                replaced_expires_at=replaced.expires_at,
                 now=now,
-                requested=None,
-                omitted=True,
-            ).expires_at,
+            ),
             review_at=policy.review_date_for(current, kind=replaced.kind, now=now),
             supersedes=replacement,
             restores=replaced,
             policy_version=current.version,
             withheld=replacement.withheld,
         )
-        replacement.status = Memory.Status.SUPERSEDED
-        replacement.status_changed_at = now
-        save_tracked(
-            replacement,
+        supersede_memory(
+            old=replacement,
+            new=copy,
             actor=actor,
-            reason=f"{REVERTED}{reason}",
-            update_fields=["status", "status_changed_at"],
-            bump_version=True,
+            old_reason=f"{REVERTED}{reason}",
+            new_reason=f"{REVERT_OF}{reason}",
+            now=now,
         )
-        save_tracked(copy, actor=actor, reason=f"{REVERT_OF}{reason}")
         for source in replaced.sources.order_by("received_at", "id"):
             evidence = Source(
                 kind=source.kind,
@@ -102,8 +96,6 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
                 memory=copy,
             )
             save_tracked(evidence, actor=actor, reason=f"{EVIDENCE_COPIED}{reason}")
-        refresh_conflict(subject=copy.subject, key=copy.key, actor=actor)
-        clear_reminders(memory=replacement, now=now)
     memory.refresh_from_db()
     return copy
 

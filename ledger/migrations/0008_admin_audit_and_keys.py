@@ -296,7 +296,6 @@ class Migration(migrations.Migration):
                 ('hash', models.CharField(max_length=64)),
                 ('created_at', models.DateTimeField()),
                 ('expires_at', models.DateTimeField(blank=True, null=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
                 ('history_change_reason', models.TextField(null=True)),
                 ('history_id', models.AutoField(primary_key=True, serialize=False)),
                 ('history_date', models.DateTimeField(db_index=True)),
