@@ -12,7 +12,7 @@ TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM
 
-.PHONY: run test install chromium lint fmt screenshots clean
+.PHONY: run test fuzz install chromium lint fmt screenshots clean
 
 # A Python >= 3.12: the first of python3.13, python3.12, python3 that is new enough,
 # then any pyenv install.
@@ -53,6 +53,13 @@ test: install chromium
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
 	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
 	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest $(PYTEST_ARGS)
+
+# The OpenAPI schema against the app with many more examples than make test's (slow).
+fuzz: install
+	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
+	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
+	OPENAPI_EXAMPLES=$${OPENAPI_EXAMPLES:-100} \
+	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest tests/test_openapi.py $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -17,7 +17,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 if TYPE_CHECKING:
     from ledger.actors import Actor
-    from ledger.models import Subject
+    from ledger.models import Agent, Subject
 
 type Person = User | AnonymousUser
 
@@ -111,6 +111,12 @@ def may_revert(actor: Actor) -> bool:
 def may_see_runs(user: Person) -> bool:
     """Runs are agents' working state across subjects: journals, notes, compactions."""
     return is_staff(user)
+
+
+def recalls_readable_by(agent: Agent) -> Q:
+    """The recall records an agent may read: its own. Another agent's runs, goals and blocks
+    are that agent's working state; support traces every read on the dashboard."""
+    return Q(agent=agent)
 
 
 def may_see_ledger_in_full(user: Person) -> bool:

@@ -8,7 +8,7 @@ class LedgerConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from ledger import signals  # noqa: F401  (connects the history receiver)
+        from ledger import checks, signals  # noqa: F401  (register checks, history receiver)
         from ledger.access import ensure_roles
 
         # After auth's own post_migrate handler has made the permissions.

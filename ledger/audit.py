@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from functools import cache
 from typing import Any
 
+from axes.models import AccessFailureLog
 from django.apps import apps
 from django.contrib.auth.models import User
 from django.db.models import (
@@ -37,12 +38,30 @@ from django.db.models import (
 from django.urls import NoReverseMatch, reverse
 from django.utils.text import Truncator
 
-from ledger import policy
+from ledger import lockouts, policy
 from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.actions.people import Field as PersonField
-from ledger.choices import CORRECTIONS, Basis, MemoryKind, MemoryStatus, SourceKind, StatedBy
+from ledger.choices import (
+    CORRECTIONS,
+    ActorRole,
+    Basis,
+    MemoryKind,
+    MemoryStatus,
+    SourceKind,
+    StatedBy,
+)
 from ledger.dates import when
-from ledger.models import Agent, Memory, PersonChange, Policy, Run, Source, Subject
+from ledger.models import (
+    Agent,
+    LedgerEntry,
+    LockoutLift,
+    Memory,
+    PersonChange,
+    Policy,
+    Run,
+    Source,
+    Subject,
+)
 
 # What simple-history's ``history_type`` records, in the words the filter and the page use.
 ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
@@ -50,6 +69,8 @@ ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
 UNRECORDED = "(not recorded)"
 # People have no history rows: each of their changes is one field changed.
 PERSON = "person"
+LOCKOUT = "lockout"
+LOCKOUT_LIFT = "lockout_lift"
 # Columns that change with every save or say nothing a person decided: counters, derived
 # copies, secrets' hashes, usage stamps. Shown, they would bury the real changes.
 BOOKKEEPING = {"version", "normalized", "hash", "updated_at", "status_changed_at"}
@@ -91,6 +112,8 @@ NAMED_BY: dict[type[Model], tuple[tuple[str, ...], Callable[..., str]]] = {
     Run: (("ref",), str),
     Source: (("kind", "ref"), source_name),
     Memory: (("statement",), lambda statement: quoted(Truncator(statement).chars(STATEMENT_SHOWN))),
+    # The commitment a possible conflict involves, in its words.
+    LedgerEntry: (("fact",), lambda fact: quoted(Truncator(fact).chars(STATEMENT_SHOWN))),
     # A subject's owner, and who a reminder went to: people by their username.
     User: (("username",), str),
 }
@@ -208,7 +231,7 @@ DESCRIBED: dict[str, Callable[[Any], str]] = {
     "run": lambda row: row.ref,
     "source": lambda row: source_name(row.kind, row.ref),
     "memory": lambda row: quoted(row.statement),
-    "conflict": lambda row: f"slot {row.key}",
+    "conflict": lambda row: "possible conflict" if row.possible else f"slot {row.key}",
     "policy": lambda row: "the write policy",
     "ledgerentry": lambda row: row.fact or "(erased)",
     "journalentry": lambda row: row.action,
@@ -618,6 +641,104 @@ class PersonTable(Table):
         )
 
 
+class LockoutTable(Table):
+    """Sign-in lockouts (django-axes' failure log): the failed sign-in that locked a username
+    or an address out, with who was tried from where. Each refused try after it is in the
+    same log, but would bury the rest of the audit; the lockout is one entry."""
+
+    kind, label, rows = LOCKOUT, "sign-in lockout", AccessFailureLog
+    at_field, id_field = "attempt_time", "id"
+    # Nobody is named as its actor: the sign-in limits lock, as the system.
+    actor_field, role_field = "", ""
+
+    def filtered(self, filters: Filters) -> QuerySet[Any] | None:
+        if filters.kind and filters.kind != self.kind:
+            return None
+        if filters.subject_id is not None or filters.actor or filters.action not in ("", "created"):
+            return None
+        if filters.role and filters.role != ActorRole.SYSTEM:
+            return None
+        before = AccessFailureLog.objects.filter(
+            username=OuterRef("username"), ip_address=OuterRef("ip_address"), id__lt=OuterRef("id")
+        ).order_by("-id")
+        rows: QuerySet[Any] = AccessFailureLog.objects.alias(
+            was_locked=Subquery(before.values("locked_out")[:1])
+        ).filter(Q(was_locked=False) | Q(was_locked__isnull=True), locked_out=True)
+        if filters.start:
+            rows = rows.filter(attempt_time__gte=filters.start)
+        if filters.end:
+            rows = rows.filter(attempt_time__lt=filters.end)
+        return rows
+
+    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
+        return [self._entry(row) for row in rows]
+
+    def _entry(self, row: Any) -> Entry:
+        return Entry(
+            at=row.attempt_time,
+            kind=self.kind,
+            id=row.id,
+            kind_label=self.label,
+            actor="system:sign-in limits",
+            role=ActorRole.SYSTEM,
+            action="created",
+            action_words="locked out",
+            object_id=row.username or "",
+            object_words=f"{row.username or '(no username)'} from {row.ip_address}",
+            subject="",
+            subject_name="",
+            subject_link="",
+            # The first refused try of a name from an address: the one that locked it out, or a
+            # try (even with the right password) while the name or the address was locked.
+            reason="Sign-in refused: too many failed sign-ins for this account or this address.",
+            changes=(),
+            listed=False,
+            link="",
+        )
+
+
+class LockoutLiftTable(Table):
+    """Sign-in lockouts an admin lifted early (``LockoutLift``): of whom or of which
+    address, what the lockout was, and who lifted it and why."""
+
+    kind, label, rows = LOCKOUT_LIFT, "sign-in lockout lift", LockoutLift
+    at_field, id_field = "lifted_at", "id"
+    actor_field, role_field = "actor", "actor_role"
+
+    def filtered(self, filters: Filters) -> QuerySet[Any] | None:
+        # The lockout ends: to the filter, the lockout's deletion.
+        if filters.subject_id is not None or filters.action not in ("", "deleted"):
+            return None
+        return super().filtered(filters)
+
+    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
+        return [self._entry(row) for row in rows]
+
+    def _entry(self, row: Any) -> Entry:
+        lockout = lockouts.Lockout(
+            row.username, row.ip_address or "", row.failures, row.locked_until
+        )
+        return Entry(
+            at=row.lifted_at,
+            kind=self.kind,
+            id=row.id,
+            kind_label=self.label,
+            actor=row.actor,
+            role=row.actor_role,
+            action="deleted",
+            action_words="sign-in lockout lifted",
+            object_id=row.username or row.ip_address,
+            object_words=row.username or f"the address {row.ip_address}",
+            subject="",
+            subject_name="",
+            subject_link="",
+            reason=row.reason,
+            changes=(Change("sign-in", lockout.words, "lifted: may sign in again"),),
+            listed=False,
+            link=reverse("person", args=[row.username]) if row.username else "",
+        )
+
+
 @cache
 def tables() -> tuple[Table, ...]:
     """Every source of the log: each tracked model's history (whatever models are tracked
@@ -625,7 +746,12 @@ def tables() -> tuple[Table, ...]:
     tracked = [
         model for model in apps.get_app_config("ledger").get_models() if hasattr(model, "history")
     ]
-    return (*(HistoryTable(model) for model in tracked), PersonTable())
+    return (
+        *(HistoryTable(model) for model in tracked),
+        PersonTable(),
+        LockoutTable(),
+        LockoutLiftTable(),
+    )
 
 
 def kinds() -> dict[str, str]:

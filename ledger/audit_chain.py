@@ -27,6 +27,10 @@ Sealing runs after each commit that wrote history (``seal_after_commit``, from
 lock, tried and skipped if taken); writers take no lock at all. Rows are sealed in id
 order; a row whose transaction commits after a later row was sealed is sealed on the next
 pass, with the next seq: the chain's order is the seals', not the rows'.
+
+A release that changes what a seal covers (a column added, a field made erasable) reseals
+in its migration (``reseal``), each chain checked first as the release before sealed it
+(``chains_in`` builds one release's chains from a migration's state of the models).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
@@ -43,14 +47,15 @@ from typing import Any
 from uuid import UUID
 
 from django.apps import apps
+from django.apps.registry import Apps
 from django.db import IntegrityError, connections, models, transaction
 from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import Count, Exists, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from ledger.actions.erasure import ERASABLE, ERASURE_REASONS
-from ledger.models import AuditSeal, Erasure, PersonChange
+from ledger.actions.erasure import ERASABLE, ERASURE_REASONS, Erasable, blank_value
+from ledger.models import AuditSeal, Erasure
 
 # Rows sealed in one transaction: a commit's hook seals one batch, a full pass many.
 SEAL_BATCH = 500
@@ -78,8 +83,8 @@ class Chain:
     # The erasable fields, then the reason.
     digested: tuple[str, ...]
     kept: tuple[str, ...]
-    # The tracked model whose history this is, when an erasure reaches it.
-    erasable: type[models.Model] | None = None
+    # What an erasure blanks in the tracked model whose history this is, when one reaches it.
+    erasable: Erasable | None = None
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -92,13 +97,28 @@ class Chain:
 @cache
 def chains() -> tuple[Chain, ...]:
     """Every chained table: each model's history, the changes to people, the erasures."""
+    return chains_in(apps, {model.__name__: rule for model, rule in ERASABLE.items()})
+
+
+def chains_in(registry: Apps, erasable: Mapping[str, Erasable]) -> tuple[Chain, ...]:
+    """The chains of the models as ``registry`` has them (the project's, or a migration's
+    state of them), with ``erasable`` (by tracked model name) in their digests: the layout
+    of one release, so that a migration can check seals under one and reseal under another."""
+    ledger = registry.get_app_config("ledger")
     found = [
-        _history_chain(model)
-        for model in apps.get_app_config("ledger").get_models()
-        if hasattr(model, "history")
+        _history_chain(
+            model,
+            ledger.get_model(f"Historical{model.__name__}"),
+            erasable.get(model.__name__),
+        )
+        for model in ledger.get_models()
+        if f"historical{model._meta.model_name}" in ledger.models
     ]
-    found.append(_person_changes())
-    found.append(_erasures())
+    # A migration's state may predate a record table a later release adds.
+    records = {"personchange": _person_changes, "erasure": _erasures}
+    found += [
+        build(ledger.models[name]) for name, build in records.items() if name in ledger.models
+    ]
     return tuple(found)
 
 
@@ -116,8 +136,9 @@ def unchained_links(model: type[models.Model]) -> list[str]:
     ]
 
 
-def _history_chain(tracked: type[models.Model]) -> Chain:
-    history: type[models.Model] = tracked.history.model  # type: ignore[attr-defined]
+def _history_chain(
+    tracked: type[models.Model], history: type[models.Model], erasable: Erasable | None
+) -> Chain:
     skeleton = (
         "history_id",
         tracked._meta.pk.attname,
@@ -127,7 +148,6 @@ def _history_chain(tracked: type[models.Model]) -> Chain:
         "history_role",
         "history_subject_id",
     )
-    erasable = ERASABLE.get(tracked)
     digested = (*(erasable.blank if erasable else ()), "history_change_reason")
     return Chain(
         table=history._meta.db_table,
@@ -140,7 +160,7 @@ def _history_chain(tracked: type[models.Model]) -> Chain:
         skeleton=skeleton,
         digested=digested,
         kept=_rest(history, (*skeleton, *digested)),
-        erasable=tracked if erasable else None,
+        erasable=erasable,
     )
 
 
@@ -169,10 +189,10 @@ def _record_chain(
     )
 
 
-def _person_changes() -> Chain:
+def _person_changes(model: type[models.Model]) -> Chain:
     skeleton = ("id", "changed_at", "actor", "actor_role", "username", "field")
     return _record_chain(
-        PersonChange,
+        model,
         label="person change",
         object_id="username",
         date="changed_at",
@@ -181,12 +201,12 @@ def _person_changes() -> Chain:
     )
 
 
-def _erasures() -> Chain:
+def _erasures(model: type[models.Model]) -> Chain:
     # The records the verifier's erasure exception rests on: were they changeable, moving
     # one to another subject would excuse blanking that subject's history.
     skeleton = ("id", "subject_id", "erased_at", "erased_by", "erased_by_role")
     return _record_chain(
-        Erasure,
+        model,
         label="erasure",
         object_id="subject_id",
         date="erased_at",
@@ -250,16 +270,18 @@ def _unsealed(chain: Chain, using: str = "default") -> models.QuerySet[Any]:
     return chain.rows(using).filter(~Exists(seal))
 
 
-def _take_sealer_lock(chain: Chain, using: str) -> bool:
+def _take_sealer_lock(chain: Chain, using: str, *, wait: bool = False) -> bool:
     """Only one sealer per table at a time. PostgreSQL: an advisory lock held until this
-    transaction ends, tried, never waited for; SQLite serialises writers by itself."""
+    transaction ends, tried, never waited for (but waited for when ``wait``: a reseal must
+    not miss a seal); SQLite serialises writers by itself."""
     connection = connections[using]
     if connection.vendor != "postgresql":
         return True
     key = zlib.crc32(chain.table.encode()) - 2**31  # the lock's second key is a signed int4
+    take = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [_LOCK_CLASS, key])
-        return bool(cursor.fetchone()[0])
+        cursor.execute(f"SELECT {take}(%s, %s)", [_LOCK_CLASS, key])
+        return wait or bool(cursor.fetchone()[0])
 
 
 def seal_batch(chain: Chain, *, late_since: datetime | None = None, using: str = "default") -> int:
@@ -423,12 +445,7 @@ def _walk(chain: Chain) -> TableCheck:
     check = TableCheck(chain)
     previous, expected = "", 1
     for seals in _chunks(chain):
-        rows = {
-            row[chain.row_id]: row
-            for row in chain.rows()
-            .filter(**{f"{chain.row_id}__in": [seal.row_id for seal in seals]})
-            .values(*chain.columns)
-        }
+        rows = _rows_of(chain, seals)
         problems: list[Finding] = []
         differs: list[tuple[AuditSeal, dict[str, Any]]] = []
         for seal in seals:
@@ -476,6 +493,11 @@ def _gap(chain: Chain, seal: AuditSeal, expected: int, row: dict[str, Any] | Non
     return Finding(chain, seal.row_id, f"the chain does not follow: {missing}", row)
 
 
+def _rows_of(chain: Chain, seals: list[AuditSeal]) -> dict[int, dict[str, Any]]:
+    found = chain.rows().filter(**{f"{chain.row_id}__in": [seal.row_id for seal in seals]})
+    return {row[chain.row_id]: row for row in found.values(*chain.columns)}
+
+
 def _chunks(chain: Chain) -> Iterator[list[AuditSeal]]:
     after = 0
     while True:
@@ -490,13 +512,16 @@ def _left_by_erasure(chain: Chain, rows: Iterable[dict[str, Any]]) -> set[int]:
     """The rows, of those given, that are exactly as an erasure of their subject leaves
     them: every erasable field blank, the reason erasure's, and the row dated at or before
     an erasure of a subject it is about (``erase_subject`` blanks no later row)."""
-    if chain.erasable is None:
+    erasable = chain.erasable
+    if erasable is None:
         return set()
-    erasable = ERASABLE[chain.erasable]
     blanked = [
         row[chain.row_id]
         for row in rows
-        if all(row[name] == value for name, value in erasable.blank.items())
+        if all(
+            row[name] == blank_value(value, row[chain.object_id])
+            for name, value in erasable.blank.items()
+        )
         and row[chain.reason] in ERASURE_REASONS
     ]
     if not blanked:
@@ -509,6 +534,38 @@ def _left_by_erasure(chain: Chain, rows: Iterable[dict[str, Any]]) -> set[int]:
     erased = Erasure.objects.filter(erased_at__gte=written).values("subject_id")
     found = chain.rows().filter(erasable.reach(erased), **{f"{chain.row_id}__in": blanked})
     return set(found.values_list(chain.row_id, flat=True))
+
+
+# --- a release that changes the layout ---------------------------------------------------
+
+
+class ChainDoesNotFollow(Exception):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+
+
+def reseal(old: Chain, new: Chain) -> int:
+    """Seal one table's sealed rows again under ``new``'s layout (columns added, fields
+    moved into the digest), in their order and keeping their times, once every seal has been
+    checked under ``old``'s as ``verify_audit`` checks it, erasures included; how many.
+
+    A chain that does not follow raises ``ChainDoesNotFollow`` with its first bad row, and
+    nothing is resealed: sealing it again would launder whatever changed it. A row blanked
+    by an erasure is sealed as it stands, its content being gone. Holds the table's sealer
+    lock until the transaction ends, so no sealer adds a seal under either layout meanwhile."""
+    _take_sealer_lock(new, "default", wait=True)
+    check = _walk(old)
+    if check.finding is not None:
+        raise ChainDoesNotFollow(check.finding)
+    previous = ""
+    for seals in _chunks(new):
+        rows = _rows_of(new, seals)
+        for seal in seals:
+            seal.digest = digest_of(new, rows[seal.row_id])
+            seal.hash = previous = hash_of(new, previous, rows[seal.row_id], seal.digest)
+        AuditSeal.objects.bulk_update(seals, ["digest", "hash"])
+    return check.checked
 
 
 # --- append-only grants ------------------------------------------------------------------
@@ -555,6 +612,6 @@ def updatable(chain: Chain) -> list[str]:
     """The columns of a chained table the application may update: what an erasure blanks
     (with the reason), and the links Django clears on a deletion. None of them is in the
     hash: the digest covers the first, checked against the shape erasure leaves."""
-    erasable = list(ERASABLE[chain.erasable].blank) if chain.erasable else []
+    erasable = list(chain.erasable.blank) if chain.erasable else []
     reason = [chain.reason] if chain.erasable else []
     return [*erasable, *reason, *unchained_links(chain.model)]

@@ -81,6 +81,8 @@ class ConflictResolution(models.TextChoices):
 
     KEPT = "kept", "one statement kept"
     REWRITTEN = "rewritten", "rewritten in new words"
+    # A possible conflict a person read and found not to be one: both statements stay.
+    DISMISSED = "dismissed", "not a conflict"
 
 
 class Outcome(models.TextChoices):

@@ -39,7 +39,8 @@ WHO = (
 # How a memory came to be: said by the person, guessed, a guess confirmed, a correction.
 ORIGINS = ("said", "recorded", "guessed", "confirmed", "corrected")
 # How a conflict was settled: a statement kept as it was, the kept one rewritten in the
-# same step, or none left standing (every contender deleted, expired or erased).
+# same step, a possible conflict dismissed as none, or none left standing (every contender
+# deleted, expired or erased).
 RESOLUTIONS = (*choices.ConflictResolution.values, "none_left")
 
 # The stored vocabulary, from the one place it is defined, so a new status is exported
@@ -273,7 +274,18 @@ _LEDGER_ENTRY = _closed(
 
 _CONFLICT = _closed(
     {
-        "key": _text("The slot where statements disagreed."),
+        "key": _text("The slot where statements disagreed; empty for a possible conflict."),
+        "possible": {
+            "type": "boolean",
+            "description": "True when no slot was shared: the words looked contradictory, "
+            "and a person decides whether they are.",
+        },
+        "commitment": {
+            "type": ["string", "null"],
+            "format": "uuid",
+            "description": "The ledger entry (a commitment) a memory seemed to contradict; "
+            "null when only memories took part.",
+        },
         "status": _enum(("open", "resolved"), "open: still to be settled; resolved."),
         "opened_at": _time("When the statements were first found to disagree."),
         "resolved_at": _time_or_null("When it was settled."),
@@ -290,6 +302,7 @@ _CONFLICT = _closed(
                             "kept: a statement was kept as it was and the others deleted "
                             "(or they expired); rewritten: the one kept was replaced, in the "
                             "same step, by a statement in the resolver's own words; "
+                            "dismissed: a possible conflict a person found not to be one; "
                             "none_left: every statement was deleted, expired or erased.",
                         ),
                         "kept": _list(_MEMORY_ID, "The memories left in use by it."),

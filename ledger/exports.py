@@ -333,6 +333,8 @@ def export_subject(subject: Subject, *, now: datetime | None = None) -> dict[str
         "conflicts": [
             {
                 "key": c.key,
+                "possible": c.possible,
+                "commitment": str(c.commitment_id) if c.commitment_id else None,
                 "status": c.status,
                 "opened_at": _time(c.opened_at),
                 "resolved_at": _time(c.resolved_at),

@@ -25,6 +25,7 @@ from ledger.querysets import (
     RecallItemQuerySet,
     ReminderQuerySet,
     RunQuerySet,
+    SourceQuerySet,
     SubjectQuerySet,
 )
 
@@ -192,6 +193,7 @@ class Source(models.Model):
     )
 
     history = tracked()
+    objects = SourceQuerySet.as_manager()
 
     class Meta:
         ordering = ["received_at", "id"]
@@ -323,14 +325,21 @@ class Memory(models.Model):
 
 
 class Conflict(models.Model):
-    """Two or more active memories in one subject + key slot that disagree."""
+    """Two or more active memories in one subject + key slot that disagree; or, marked
+    ``possible``, a new memory whose words likely contradict a live memory or a commitment
+    in force (``ledger.contradictions``), with or without a key."""
 
     Status = choices.ConflictStatus
     Resolution = choices.ConflictResolution
 
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="conflicts")
-    key = models.CharField(max_length=100)
+    key = models.CharField(max_length=100, blank=True, default="")
     memories = models.ManyToManyField(Memory, related_name="conflicts")
+    possible = models.BooleanField(default=False)
+    # The ledger commitment a possible conflict's memory contradicts, when it is one.
+    commitment = models.ForeignKey(
+        "LedgerEntry", null=True, blank=True, on_delete=models.CASCADE, related_name="conflicts"
+    )
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
     opened_at = models.DateTimeField()
     resolved_at = models.DateTimeField(null=True, blank=True)
@@ -354,10 +363,11 @@ class Conflict(models.Model):
             )
         ]
         constraints = [
-            # At most one open conflict per slot: new contenders join it.
+            # At most one open conflict per slot: new contenders join it. Possible conflicts
+            # are pairs, not slots, so a slot may also have those.
             models.UniqueConstraint(
                 fields=["subject", "key"],
-                condition=Q(status="open"),
+                condition=Q(status="open", possible=False),
                 name="conflict_one_open_per_slot",
             ),
         ]
@@ -449,6 +459,9 @@ class IdempotencyRecord(models.Model):
     response_status = models.PositiveSmallIntegerField()
     response_body = models.JSONField()
     subject = models.ForeignKey(Subject, null=True, on_delete=models.CASCADE, related_name="+")
+    # The run the request was filed under: a run may learn its subject after the answer was
+    # stored, and an erasure of that subject must still find the answer.
+    run = models.ForeignKey(Run, null=True, on_delete=models.CASCADE, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -718,6 +731,9 @@ class Erasure(models.Model):
     # Earlier versions blanked in the history tables, and stored API responses deleted.
     history_rows = models.PositiveIntegerField(default=0)
     stored_responses = models.PositiveIntegerField(default=0)
+    conflicts = models.PositiveIntegerField(default=0)
+    # The write gate's decisions, whose reasons quote what was written.
+    write_decisions = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-erased_at"]
@@ -826,3 +842,55 @@ class RetractionItem(models.Model):
 
     def __str__(self) -> str:
         return f"{self.memory_id} in {self.batch_id}"
+
+
+class RateCounter(models.Model):
+    """How many requests of one kind (reads or writes) one agent made in one fixed window,
+    when no Redis is configured. ``ledger.api.throttling`` counts in one atomic statement, so
+    every web process sees the same number; a window's row is deleted once it has passed."""
+
+    bucket = models.CharField(max_length=100)
+    # Seconds since the epoch: the same arithmetic on PostgreSQL and SQLite.
+    window_start = models.BigIntegerField()
+    expires_at = models.BigIntegerField()
+    count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["bucket", "window_start"], name="rate_counter_one_per_window"
+            )
+        ]
+        indexes = [models.Index(fields=["expires_at"], name="rate_counter_expires")]
+
+    def __str__(self) -> str:
+        return f"{self.bucket} from {self.window_start}: {self.count}"
+
+
+class LockoutLift(models.Model):
+    """A sign-in lockout an admin lifted before it ended: of a username or of an address,
+    what it was, who lifted it, when and why. Append-only; django-axes' records of the
+    failures are gone once lifted, so this is what the audit keeps of it."""
+
+    # One of the two: the lockout was of a username, or of an address.
+    username = models.CharField(max_length=255, blank=True, default="")
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    failures = models.PositiveIntegerField()
+    locked_until = models.DateTimeField()
+    reason = models.TextField()
+    actor = models.CharField(max_length=200)
+    actor_role = models.CharField(max_length=10, choices=choices.ActorRole.choices)
+    lifted_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-lifted_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(username="") & Q(ip_address__isnull=False))
+                | (~Q(username="") & Q(ip_address__isnull=True)),
+                name="lockout_lift_of_one",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"lockout of {self.username or self.ip_address} lifted by {self.actor}"

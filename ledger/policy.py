@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from django.conf import settings
 from django.utils import timezone
 
+from ledger import poison
 from ledger.choices import (
     Basis,
     ConflictStatus,
@@ -208,6 +209,19 @@ def refuse_revert(*, is_correction: bool, status: str, restored_status: str) -> 
         )
 
 
+def refuse_revert_to_live_words(live_copy: str | None) -> None:
+    """A revert would put back words another live memory of the subject says again since
+    (``live_copy``: its id): two live memories would say the same thing."""
+    if live_copy is not None:
+        raise Refusal(
+            "words_already_live",
+            "The words this correction replaced are live again in another memory (id "
+            f"{live_copy}): reverting would make a second copy. Correct or delete this one "
+            "instead. Nothing was changed.",
+            409,
+        )
+
+
 def revert_refusal(*, is_correction: bool, status: str, restored_status: str) -> Refusal | None:
     """``refuse_revert`` as an answer, for a page deciding whether to offer the form."""
     try:
@@ -360,6 +374,24 @@ def refuse_over_cap(policy: Policy, live_count: int) -> None:
         )
 
 
+# Idempotency: which answers a retry with the same Idempotency-Key gets again. A refusal
+# caused by a state that can change is decided afresh, or a retry after the person resumed
+# memory, an admin lifted a pause, a memory was retracted or a rate limit reset would be
+# refused forever: the subject is paused or an agent restricted (423), the subject is full
+# (its code), the client's copy is stale (412), the agent sent too much too fast (429).
+PASSING_REFUSAL_STATUSES = frozenset({412, 423, 429})
+PASSING_REFUSAL_CODES = frozenset({"subject_cap_reached"})
+
+
+def answer_is_replayed(status: int, code: str) -> bool:
+    """Whether a write's answer is kept for its Idempotency-Key: what happened, and bad
+    input the policy will always refuse (a system-of-record key). A malformed request (400)
+    is not kept either: the client fixes it and sends it again under the same key."""
+    if status == 400:
+        return False
+    return status not in PASSING_REFUSAL_STATUSES and code not in PASSING_REFUSAL_CODES
+
+
 @dataclass(frozen=True)
 class Expiry:
     expires_at: datetime | None
@@ -401,8 +433,11 @@ def review_date_for(policy: Policy, *, kind: str, now: datetime) -> datetime:
     return now + timedelta(days=policy.review_days(kind))
 
 
-def needs_corroboration(policy: Policy, *, basis: str, distinct_sources: int) -> bool:
-    return basis == Basis.INFERRED and distinct_sources < policy.inferred_sources_required
+def needs_corroboration(policy: Policy, *, basis: str, agents: int) -> bool:
+    """Whether a guess still waits: ``agents`` is how many different agents wrote it. One
+    agent's repeats, from however many messages or tools, never corroborate it; a person's
+    confirmation is the other way out (``lifecycle.confirm_memory``)."""
+    return basis == Basis.INFERRED and agents < policy.inferred_sources_required
 
 
 # Why a repeat leaves a pending statement as it is.
@@ -412,16 +447,15 @@ HELD_STATEMENT_WAITS = (
 )
 
 
-def repeat_activates(policy: Policy, *, basis: str, distinct_sources: int) -> bool:
-    """Whether a repeat makes a pending memory active: a guess, once enough sources back it.
+def repeat_activates(policy: Policy, *, basis: str, agents: int) -> bool:
+    """Whether a repeat makes a pending memory active: a guess, once enough different agents
+    have written it.
 
     A statement is pending only because an admin's restriction held it: no repeat is a
     person's confirmation, whoever sends it (its own agent from a tool, say) and whether
     or not the restriction has been lifted since.
     """
-    return basis == Basis.INFERRED and not needs_corroboration(
-        policy, basis=basis, distinct_sources=distinct_sources
-    )
+    return basis == Basis.INFERRED and not needs_corroboration(policy, basis=basis, agents=agents)
 
 
 def refuse_past_expiry(expires_at: datetime | None, now: datetime) -> None:
@@ -836,13 +870,44 @@ class RestrictedRefusal(Refusal):
         self.because = because
 
 
+# The decision's code for a write held because its text is unsafe to hand an assistant.
+HELD_FOR_REVIEW = "held_for_review"
+
+
 @dataclass(frozen=True)
 class Hold:
-    """Why an agent's write lands pending whatever the rest of the policy says."""
+    """Why an agent's write lands pending whatever the rest of the policy says: an admin's
+    restriction on the agent (with the admin's reason, ``because``), or a finding of
+    ``ledger.poison`` in its text."""
 
-    restriction: Restriction
+    restriction: Restriction | None
     because: str
     reason: str
+
+    @property
+    def code(self) -> str:
+        return self.restriction.code if self.restriction else HELD_FOR_REVIEW
+
+
+def hold_for_text(statement: str) -> Hold | None:
+    """A statement that speaks to the model, carries a link or markup, or holds a secret
+    waits for a person, whoever wrote it and on whatever basis."""
+    found = poison.finding(statement)
+    if found is None:
+        return None
+    return Hold(
+        None,
+        "",
+        f"Held for a person's review: {found.message} Agents are not given it until a "
+        "person confirms it.",
+    )
+
+
+def held_for_review(*, status: str, statement: str) -> str:
+    """Why a memory waiting for a person was held for its words, for whoever answers it;
+    empty when nothing in them was unsafe."""
+    found = poison.finding(statement) if status == MemoryStatus.PENDING else None
+    return f"Held for review: {found.message}" if found else ""
 
 
 def _sentence(text: str) -> str:
@@ -878,9 +943,10 @@ def refuse_unheld_change(agent: Agent | None, *, what: str) -> None:
     )
 
 
-def hold_for(agent: Agent, *, basis: str, source_kind: str) -> Hold | None:
+def hold_for(agent: Agent, *, basis: str, source_kind: str, statement: str) -> Hold | None:
     """Why this agent's memory write lands pending, or None: quarantined, everything it
-    writes; not trusted for stated memories, a statement it says came from the person."""
+    writes; not trusted for stated memories, a statement it says came from the person;
+    and from anyone, a statement unsafe to hand an assistant."""
     if agent.quarantined:
         because = agent.quarantined_because
         return Hold(
@@ -898,14 +964,14 @@ def hold_for(agent: Agent, *, basis: str, source_kind: str) -> Hold | None:
             "report of the person's message is taken as its own claim, and waits for a "
             "person's confirmation before agents may use it.",
         )
-    return None
+    return hold_for_text(statement)
 
 
-def hold_for_repeat(*, writer: Agent | None) -> Hold | None:
-    """A pending memory a quarantined agent wrote waits for a person, whoever repeats it:
-    another agent's repeat is no confirmation of what a quarantined agent claimed."""
+def hold_for_repeat(*, writer: Agent | None, statement: str) -> Hold | None:
+    """A pending memory a quarantined agent wrote, or one unsafe to hand an assistant, waits
+    for a person, whoever repeats it: another agent's repeat is no confirmation."""
     if writer is None or not writer.quarantined:
-        return None
+        return hold_for_text(statement)
     because = writer.quarantined_because
     return Hold(
         Restriction.QUARANTINED,
@@ -1045,11 +1111,12 @@ POLICY_SETTINGS: tuple[PolicySetting, ...] = (
     ),
     PolicySetting(
         "inferred_sources_required",
-        "Sources a guess needs",
-        "A guess waits, unused, until this many independent sources back it (different "
-        "agents, or the person confirming it). 1 means a single source is enough.",
-        "source",
-        "sources",
+        "Agents a guess needs",
+        "A guess waits, unused, until this many different agents have written it, or the "
+        "person confirms it. One agent repeating itself counts once, however many messages "
+        "or tools it names. 1 means the agent that wrote it is enough.",
+        "agent",
+        "agents",
         1,
         10,
     ),
@@ -1218,6 +1285,7 @@ class PersonMove(StrEnum):
     DISABLE = "disable"
     ENABLE = "enable"
     SEND_PASSWORD_LINK = "send_password_link"
+    LIFT_LOCKOUT = "lift_lockout"
 
 
 @dataclass(frozen=True)

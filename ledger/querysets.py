@@ -16,6 +16,7 @@ from django.utils import timezone
 from ledger import access
 from ledger.choices import (
     CORRECTIONS,
+    ActorRole,
     Audience,
     ConflictStatus,
     JournalState,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         RecallItem,
         Reminder,
         Run,
+        Source,
         Subject,
     )
 
@@ -198,6 +200,17 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             author_role=Subquery(first.values("history_role")[:1]),
             author_reason=Subquery(first.values("history_change_reason")[:1]),
         )
+
+
+class SourceQuerySet(models.QuerySet["Source"]):
+    def agent_count(self) -> int:
+        """How many different agents gave these sources, as each source's first history row
+        says. One agent's sources count once, however many messages or tools they name;
+        evidence a person or an admin stored (a correction, a revert's copies) is no agent's."""
+        first = self.model.history.filter(
+            id__in=self.values("id"), history_type="+", history_role=ActorRole.AGENT
+        )
+        return int(first.values("history_actor").distinct().count())
 
 
 # The text search configuration of recall, support's search and the GIN index in migration

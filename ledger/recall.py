@@ -22,7 +22,7 @@ from django.db.models import Case, F, IntegerField, Prefetch, QuerySet, Value, W
 from django.utils import timezone
 
 from ledger.choices import StatedBy
-from ledger.models import Conflict, Memory, Recall, Subject
+from ledger.models import Conflict, LedgerEntry, Memory, Recall, Subject
 from ledger.policy import forbidden_character
 from ledger.querysets import SEARCH_CONFIG
 
@@ -70,11 +70,17 @@ class Ranked:
 
 @dataclass(frozen=True)
 class ConflictGroup:
-    """An open conflict as an agent sees it: only statements it may still be given."""
+    """An open conflict as an agent sees it: only statements it may still be given.
+
+    A ``possible`` conflict was found by its words, not a slot; it may set a memory against
+    a ledger ``commitment`` in force.
+    """
 
     id: int
     key: str
     memories: tuple[Memory, ...]
+    possible: bool = False
+    commitment: LedgerEntry | None = None
 
 
 @dataclass(frozen=True)
@@ -207,21 +213,36 @@ def open_conflicts(*, subject: Subject, now: datetime) -> list[ConflictGroup]:
     conflicts = (
         Conflict.objects.open()
         .filter(subject=subject)
-        .order_by("key", "id")
+        .order_by("possible", "key", "id")
         .prefetch_related(
             Prefetch(
                 "memories",
                 queryset=Memory.objects.servable(now).order_by("written_at", "id"),
                 to_attr="servable_memories",
-            )
+            ),
+            Prefetch(
+                "commitment",
+                queryset=LedgerEntry.objects.in_force(now),
+                to_attr="commitment_in_force",
+            ),
         )
     )
     groups = []
     for conflict in conflicts:
         members = tuple(conflict.servable_memories)  # type: ignore[attr-defined]
+        commitment = getattr(conflict, "commitment_in_force", None)
+        statements = {m.normalized for m in members} | ({commitment.fact} if commitment else set())
         # A retracted or expired contender leaves one statement: nothing left to choose.
-        if len({m.normalized for m in members}) > 1:
-            groups.append(ConflictGroup(id=conflict.pk, key=conflict.key, memories=members))
+        if len(statements) > 1:
+            groups.append(
+                ConflictGroup(
+                    id=conflict.pk,
+                    key=conflict.key,
+                    memories=members,
+                    possible=conflict.possible,
+                    commitment=commitment,
+                )
+            )
     return groups
 
 
@@ -265,6 +286,26 @@ def _statement_lines(memory: Memory) -> list[str]:
     return [header_line(memory), QUOTE + one_line(memory.statement)]
 
 
+def _conflict_notice(group: ConflictGroup) -> str:
+    records = len(group.memories) + (group.commitment is not None)
+    if not group.possible:
+        return (
+            f"UNRESOLVED CONFLICT in slot {one_line(group.key)}: these {records} records "
+            "disagree. Do not choose between them; ask the person which is right."
+        )
+    return (
+        f"POSSIBLE CONFLICT: these {records} records seem to contradict each other (found by "
+        "their words, not confirmed by a person). Do not choose between them; ask the person "
+        "which is right."
+    )
+
+
+def _commitment_lines(entry: LedgerEntry) -> list[str]:
+    expiry = f"expires {_date(entry.expires_at)}" if entry.expires_at else "no expiry"
+    header = f"- ledger commitment · recorded {_date(entry.recorded_at)} · {expiry}"
+    return [header, QUOTE + one_line(entry.fact)]
+
+
 def render_block(
     *,
     subject_ref: str,
@@ -291,12 +332,11 @@ def render_block(
     for memory in plain:
         lines.extend(_statement_lines(memory))
     for group in conflicts:
-        lines.append(
-            f"UNRESOLVED CONFLICT in slot {one_line(group.key)}: these {len(group.memories)} "
-            "records disagree. Do not choose between them; ask the person which is right."
-        )
+        lines.append(_conflict_notice(group))
         for memory in group.memories:
             lines.extend(_statement_lines(memory))
+        if group.commitment is not None:
+            lines.extend(_commitment_lines(group.commitment))
     lines.append(STANDING_INSTRUCTION)
     lines.append(f"{CLOSE} {nonce}>>>")
     return "\n".join(lines) + "\n"

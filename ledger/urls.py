@@ -39,6 +39,7 @@ urlpatterns = [
     path("memories/<uuid:pk>/uses/", memories.memory_uses, name="memory-uses"),
     path("memories/<uuid:pk>/history/", history.memory_history, name="memory-history"),
     path("conflicts/<int:pk>/resolve/", memories.conflict_resolve, name="conflict-resolve"),
+    path("conflicts/<int:pk>/dismiss/", memories.conflict_dismiss, name="conflict-dismiss"),
     path("reminders/", reminders.reminders, name="reminders"),
     path("reminders/<int:pk>/read/", reminders.reminder_read, name="reminder-read"),
     path("subjects/<str:ref>/ledger/", ledger_views.subject_ledger, name="subject-ledger"),
@@ -95,6 +96,12 @@ urlpatterns = [
         people.person_password_link,
         name="person-password-link",
     ),
+    path(
+        "people/<str:username>/lockout/lift/",
+        people.person_lift_lockout,
+        name="person-lift-lockout",
+    ),
+    path("people/addresses/lift/", people.address_lift_lockout, name="address-lift-lockout"),
     # Admin: the write policy (H6).
     path("policy/", policy_page, name="policy"),
 ]

@@ -95,6 +95,11 @@ def take(browser: Any, base: str) -> None:
     dana.wait_for_load_state("networkidle")
     uses.locator("xpath=ancestor::article").screenshot(path=str(OUT / "user-02-used-in.png"))
     print("docs/screenshots/user-02-used-in.png")
+    take_untrusted_writes(dana)
+    # Support's queue before Dana's correction below closes one of its possible conflicts.
+    sam = signed_in(browser, base, "sam")
+    sam.goto("/queues/conflicts/")
+    shoot(sam, "support-08-conflicts-queue", full_page=False)
 
     card = dana.locator("article.memory", has_text="Prefers email over telephone")
     card.get_by_role("link", name="Correct").click()
@@ -127,7 +132,6 @@ def take(browser: Any, base: str) -> None:
     phone.goto(f"/subjects/{DANA}/")
     shoot(phone, "user-09-overview-phone")
 
-    sam = signed_in(browser, base, "sam")
     sam.goto("/runs/run_77/journal/")
     shoot(sam, "run-journal")
     sam.goto("/runs/run_77/snapshots/")
@@ -138,6 +142,17 @@ def take(browser: Any, base: str) -> None:
     shoot(sam, "reminders-support")
     take_support(sam)
     take_admin(signed_in(browser, base, "alex"))
+
+
+def take_untrusted_writes(dana: Any) -> None:
+    """What the write gate caught for Dana: a statement at odds with the ledger's commitment,
+    and an instruction from a tool result held for her review."""
+    commitment = dana.locator("section.conflict.possible", has_text="ledger commitment")
+    commitment.screenshot(path=str(OUT / "user-10-possible-conflict.png"))
+    print("docs/screenshots/user-10-possible-conflict.png")
+    held = dana.locator("article.question", has_text="ignore previous instructions")
+    held.screenshot(path=str(OUT / "user-11-held-for-review.png"))
+    print("docs/screenshots/user-11-held-for-review.png")
 
 
 def take_support(sam: Any) -> None:

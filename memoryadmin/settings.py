@@ -13,6 +13,8 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 from django.utils.csp import CSP
 
+from ledger.rates import parse_rate
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -43,6 +45,23 @@ def env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
+
+
+def env_rate(name: str, default: str) -> str:
+    """An API rate limit such as "600/min"; zero or "off" is refused, never a quiet no-limit."""
+    value = os.environ.get(name, default)
+    try:
+        parse_rate(value)
+    except ValueError as problem:
+        raise ImproperlyConfigured(f"{name}: {problem}") from None
+    return value
+
+
+def env_signin_limit(name: str, default: int) -> int:
+    value = env_int(name, default)
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be 1 or more: sign-in limits cannot be off.")
+    return value
 
 
 def local_secret_key(path: Path) -> str:
@@ -106,6 +125,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "simple_history",
+    "axes",
     "ledger",
 ]
 
@@ -122,6 +142,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",
+    # Last, as django-axes requires: it turns a locked-out sign-in into ledger's 429 page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "memoryadmin.urls"
@@ -165,6 +187,32 @@ AUTH_PASSWORD_VALIDATORS = [
         "NumericPasswordValidator",
     )
 ]
+AUTHENTICATION_BACKENDS = [
+    "ledger.signin.SignInLimits",
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in limits (ledger.signin): after MEMORYADMIN_SIGNIN_FAILURES failures in a row a
+# username, and separately an address, is refused for MEMORYADMIN_SIGNIN_COOLOFF_MINUTES;
+# once it has failed MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES times in a day, for
+# MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES. A try while refused counts, and restarts the wait.
+MEMORYADMIN_SIGNIN_FAILURES: int = env_signin_limit("MEMORYADMIN_SIGNIN_FAILURES", 5)
+MEMORYADMIN_SIGNIN_COOLOFF_MINUTES: int = env_signin_limit("MEMORYADMIN_SIGNIN_COOLOFF_MINUTES", 1)
+MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES: int = env_signin_limit(
+    "MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES", 20
+)
+MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES: int = env_signin_limit("MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES", 60)
+AXES_FAILURE_LIMIT = MEMORYADMIN_SIGNIN_FAILURES
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_COOLOFF_TIME = "ledger.signin.cool_off"
+# Each failure's own expiry: a short cool-off never clears another's longer lockout.
+AXES_USE_ATTEMPT_EXPIRATION = True
+AXES_ENABLE_ACCESS_FAILURE_LOG = True
+AXES_LOCKOUT_CALLABLE = "ledger.views.signin.locked_out"
+AXES_RESET_ON_SUCCESS = True
+# The lockouts are in memoryadmin's audit; the Django admin stays read-only.
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -192,8 +240,25 @@ SECURE_CSP: dict[str, list[str]] = {
     "frame-ancestors": [CSP.NONE],
     "form-action": [CSP.SELF],
 }
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", not DEBUG)
-CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# One switch for everything that assumes the site is reached over HTTPS only: on unless
+# DEBUG; HTTPS=0 for a plain-http run on one's own machine (or a test's server).
+HTTPS = env_bool("HTTPS", not DEBUG)
+if "SECURE_COOKIES" in os.environ:
+    raise ImproperlyConfigured("SECURE_COOKIES is now part of HTTPS (1 or 0); remove it.")
+SECURE_SSL_REDIRECT = HTTPS
+# A year, subdomains included, preload allowed: what `check --deploy` asks for. The header
+# only consents to the browsers' preload list; nothing is listed until someone submits it.
+SECURE_HSTS_SECONDS = env_int("HSTS_SECONDS", 31_536_000) if HTTPS else 0
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = HTTPS
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+# Behind a proxy that ends TLS, the request arrives as http: trust its X-Forwarded-Proto
+# (only there: anyone could send the header to a server reached directly).
+if env_bool("BEHIND_PROXY"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    # Sign-in limits count the client's address, not the proxy's.
+    AXES_CLIENT_IP_CALLABLE = "ledger.signin.client_ip"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 
@@ -202,8 +267,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["ledger.api.auth.HasAgentScope"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["ledger.api.parsers.NestingSafeJSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "ledger.api.openapi.ErrorsAutoSchema",
     "EXCEPTION_HANDLER": "ledger.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["ledger.api.throttling.AgentRateThrottle"],
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
@@ -218,6 +284,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # A PATCH here is its own input serializer: its required fields are required.
+    "COMPONENT_SPLIT_PATCH": False,
     # Several models have a "kind" and a "status": each vocabulary gets its own name.
     "ENUM_NAME_OVERRIDES": {
         "MemoryKindEnum": "ledger.choices.MemoryKind",
@@ -277,6 +345,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     },
 }
 
+# MEMORYADMIN_EMAIL=0: this install sends no e-mail. Reminders are kept on the dashboard,
+# which says they are not e-mailed; a set-password link is refused as not sent. Otherwise,
+# without DEBUG, `check --deploy` requires a real backend (ledger.checks).
+MEMORYADMIN_EMAIL: bool = env_bool("MEMORYADMIN_EMAIL", True)
+# ledger.checks says the same as Django's mail.E001, with memoryadmin's way out.
+SILENCED_SYSTEM_CHECKS = ["mail.E001"]
+
 # Reminder e-mail. Console by default; EMAIL_BACKEND=...smtp.EmailBackend with EMAIL_HOST etc.
 # for real delivery, or ...filebased.EmailBackend with EMAIL_FILE_PATH.
 _EMAIL_OPTIONS: dict[str, object] = {}
@@ -292,9 +367,9 @@ if os.environ.get("EMAIL_FILE_PATH"):
     _EMAIL_OPTIONS = {"file_path": os.environ["EMAIL_FILE_PATH"]}
 MAILERS = {
     "default": {
-        "BACKEND": os.environ.get(
-            "EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend"
-        ),
+        "BACKEND": os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
+        if MEMORYADMIN_EMAIL
+        else "ledger.mail.NoEmailBackend",
         "OPTIONS": _EMAIL_OPTIONS,
     }
 }
@@ -320,9 +395,18 @@ MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES: int = env_int(
     "MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15
 )
 
+# Each agent's API requests per period, reads and writes counted apart. On whatever DEBUG
+# is; a deployment may raise them, never switch them off.
+MEMORYADMIN_RATE_READS: str = env_rate("MEMORYADMIN_RATE_READS", "1200/min")
+MEMORYADMIN_RATE_WRITES: str = env_rate("MEMORYADMIN_RATE_WRITES", "600/min")
+# Where the limits are counted across web processes; empty: a table in the database.
+REDIS_URL: str = os.environ.get("REDIS_URL", "")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    # django-axes says every failed sign-in at INFO; a lockout, at WARNING, is worth a line.
+    "loggers": {"axes": {"level": "WARNING"}},
 }

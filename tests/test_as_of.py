@@ -13,7 +13,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from ledger.actions.erasure import erase_subject
-from ledger.actions.lifecycle import correct_memory
+from ledger.actions.lifecycle import confirm_memory, correct_memory
 from ledger.actions.recalls import record_recall
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
@@ -142,7 +142,9 @@ def test_memory_text_and_goals_are_escaped(
     agent: Agent, sam: User, clock: Callable[[datetime], None], remember: Callable[..., Memory]
 ) -> None:
     clock(START)
+    # Held for review as markup, then confirmed: escaped wherever it shows.
     memory = remember("Says <script>alert(1)</script> often.", subject=MARCO)
+    confirm_memory(memory=memory, actor=Actor.system("test"), reason="Checked.")
     record_recall(agent=agent, result=recall(subject=memory.subject, goal="<script>x", k=5))
     page = signed_in(sam).get(URL).content.decode()
     assert "<script>alert" not in page and "<script>x" not in page

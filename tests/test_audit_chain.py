@@ -24,10 +24,20 @@ from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.notes import write_note
+from ledger.actions.runs import start_run
 from ledger.actions.sources import SourceInput
 from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
-from ledger.models import Agent, AuditSeal, Memory, PersonChange, Run, Source, Subject
+from ledger.models import (
+    Agent,
+    AuditSeal,
+    JournalEntry,
+    Memory,
+    PersonChange,
+    Run,
+    Source,
+    Subject,
+)
 from ledger.tasks import seal_audit
 from memoryadmin.celery import app
 from tests.conftest import SUBJECT
@@ -217,7 +227,7 @@ def test_an_erasure_keeps_the_chain_whole(
 def test_blanking_a_row_like_an_erasure_without_one_is_named(sealed: Memory) -> None:
     first = history_rows(sealed)[0]
     sql(
-        f"UPDATE \"{MEMORY_HISTORY}\" SET statement = '', normalized = '', "
+        f"UPDATE \"{MEMORY_HISTORY}\" SET statement = '', normalized = '', key = '', "
         "history_change_reason = %s WHERE history_id = %s",
         [REASON_REMOVED, first.history_id],
     )
@@ -239,6 +249,24 @@ def test_an_erasure_record_moved_to_another_subject_is_named(sealed: Memory) -> 
     assert "it no longer matches its seal" in message
 
 
+def test_an_erased_key_taken_from_another_row_is_named(sealed: Memory, agent: Agent) -> None:
+    """A unique key is blanked to words made of its row's id: any other value is not the
+    shape an erasure leaves, even one an erasure left on another row."""
+    run = start_run(ref="run_k", agent=agent, subject=Subject.objects.get(ref=SUBJECT))
+    for key in ("k-1", "k-2"):
+        journal_intent(agent=agent, run=run, idempotency_key=key, action="call", intent={})
+    erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
+    assert "The audit chain follows" in verify()
+    first, second = JournalEntry.history.order_by("history_id")[:2]
+    assert first.idempotency_key == f"(erased {first.id})"
+    table = JournalEntry.history.model._meta.db_table
+    sql(
+        f'UPDATE "{table}" SET idempotency_key = %s WHERE history_id = %s',
+        [second.idempotency_key, first.history_id],
+    )
+    assert f"journal entry history row {first.history_id}" in refused()
+
+
 def test_an_erased_row_changed_in_any_other_way_is_named(sealed: Memory) -> None:
     erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
     first = history_rows(sealed)[0]
@@ -251,7 +279,7 @@ def test_an_erased_row_changed_in_any_other_way_is_named(sealed: Memory) -> None
 
 def blank_like_an_erasure(row: Any) -> None:
     sql(
-        f"UPDATE \"{MEMORY_HISTORY}\" SET statement = '', normalized = '', "
+        f"UPDATE \"{MEMORY_HISTORY}\" SET statement = '', normalized = '', key = '', "
         "history_change_reason = %s WHERE history_id = %s",
         [REASON_REMOVED, row.history_id],
     )
@@ -476,8 +504,8 @@ def test_audit_grants_keeps_skeleton_columns_out_of_updates() -> None:
     assert memory == [
         f'REVOKE ALL ON "{MEMORY_HISTORY}" FROM "app";',
         f'GRANT SELECT, INSERT ON "{MEMORY_HISTORY}" TO "app";',
-        f'GRANT UPDATE ("statement", "normalized", "history_change_reason", "history_user_id") '
-        f'ON "{MEMORY_HISTORY}" TO "app";',
+        f'GRANT UPDATE ("statement", "normalized", "key", "history_change_reason", '
+        f'"history_user_id") ON "{MEMORY_HISTORY}" TO "app";',
     ]
     assert 'GRANT SELECT, INSERT ON "ledger_auditseal" TO "app";' in statements
     assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON "ledger_memory" TO "app";' in statements

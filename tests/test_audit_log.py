@@ -161,7 +161,7 @@ def test_each_kind_of_actor_is_named_with_role_before_after_and_reason(
 
     policy = find(found, kind="policy", action="changed", who="you")
     assert policy.role == "an admin"
-    assert changes(policy) == {"Sources a guess needs": ("3 sources", "4 sources")}
+    assert changes(policy) == {"Agents a guess needs": ("3 agents", "4 agents")}
     assert policy.entry.reason == "Guesses need a fourth source."
 
     role = find(found, kind="person", action="changed", who="you")
@@ -252,7 +252,7 @@ def test_the_first_policy_change_is_compared_with_the_settings_it_ships_with(
 ) -> None:
     second, first = rows(ada, "kind=policy")
     assert not first.entry.listed
-    assert changes(first) == {"Sources a guess needs": ("2 sources", "3 sources")}
+    assert changes(first) == {"Agents a guess needs": ("2 agents", "3 agents")}
     assert first.entry.link == f"{reverse('policy')}#version-2"
     admin = Actor.for_user(people["ada"])
     change_policy(
@@ -271,7 +271,7 @@ def test_the_first_policy_change_is_compared_with_the_settings_it_ships_with(
     }
     html = ada.get(f"{reverse('audit')}?kind=policy").content.decode()
     assert "not recorded" not in html
-    assert '<del title="2 sources">2 sources</del> → <ins title="3 sources">3 sources</ins>' in html
+    assert '<del title="2 agents">2 agents</del> → <ins title="3 agents">3 agents</ins>' in html
 
 
 def test_values_are_said_in_words_not_stored_codes(

@@ -12,7 +12,9 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from ledger.actions.lifecycle import confirm_memory
 from ledger.actions.recalls import record_recall
+from ledger.actors import Actor
 from ledger.models import Agent, Memory
 from ledger.recall import recall
 from tests.complaint_story import EVENING, MARCO, START, UNRELATED, WRONG, build_story
@@ -113,7 +115,9 @@ def test_an_htmx_request_gets_only_the_results(
 
 
 def test_statements_are_escaped(agent: Agent, sam: User, remember: Callable[..., Memory]) -> None:
+    # Held for review as markup, then confirmed: escaped wherever it shows.
     memory = remember("Hates <script>alert(1)</script> calls.", subject=MARCO)
+    confirm_memory(memory=memory, actor=Actor.system("test"), reason="Checked.")
     record_recall(agent=agent, result=recall(subject=memory.subject, goal="calls", k=5))
     page = signed_in(sam).get(URL, {"subject": MARCO, "phrase": "calls"}).content.decode()
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page

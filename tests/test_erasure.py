@@ -281,3 +281,24 @@ def test_the_paused_banner_after_erasure_says_nothing_is_used(dana, everything) 
         reverse("subject-pause", args=[everything.ref]), {"paused": "on"}, HTTP_HX_REQUEST="true"
     ).content.decode()
     assert "Nothing about you is remembered or used right now." in banner
+
+
+def test_a_stored_answer_sent_before_its_run_had_a_subject_is_erased(api) -> None:
+    """A note written under a run that had no subject yet is stored under the run; the run
+    learns its subject later, and an erasure of that subject still finds the answer."""
+    url = "/api/v1/runs/run_early/notes/plan"
+    first = api.put(url, {"value": "call Dana"}, format="json", HTTP_IDEMPOTENCY_KEY="early-1")
+    assert first.status_code == 201, first.json()
+    assert Run.objects.get(ref="run_early").subject is None
+    source = dict(body()["source"], run="run_early")
+    written = api.post("/api/v1/memories", body(source=source), format="json")
+    assert written.status_code == 201, written.json()
+    subject = Subject.objects.get(ref=SUBJECT)
+    assert Run.objects.get(ref="run_early").subject == subject
+
+    erasure = erase_subject(subject=subject, actor=Actor.system("test"))
+    assert erasure.stored_responses == 1
+    assert "call dana" not in database_text()
+    # A retry after the erasure is a new write, not the erased answer replayed.
+    again = api.put(url, {"value": "call Dana"}, format="json", HTTP_IDEMPOTENCY_KEY="early-1")
+    assert again.status_code == 201 and "Idempotent-Replayed" not in again

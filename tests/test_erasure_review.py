@@ -25,6 +25,7 @@ from ledger.models import (
     Snapshot,
     Source,
     Subject,
+    WriteDecision,
 )
 from ledger.policy import Refusal
 from ledger.views import corrections as view
@@ -90,6 +91,10 @@ def test_a_persons_own_erasure_shows_counts_and_no_content(
     assert f"{expected['ledger_entries']} ledger entr" in page
     assert f"{erasure.sources} sources" in page
     assert f"{erasure.history_rows} earlier versions in the history" in page
+    # The gate's reasons quote what was written: one decision per memory the agent wrote.
+    assert erasure.write_decisions == WriteDecision.objects.filter(subject=everything).count()
+    assert erasure.write_decisions >= 3
+    assert f"{erasure.write_decisions} write decisions’ reasons" in page
     assert "the subject’s display name" in page
     text = page.casefold()
     for word in secret_words():

@@ -413,6 +413,11 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "302 405 405 405 405 302 302 302",
         "302 302 404 302 302 302 302 302",
     ),
+    "conflicts/<int:pk>/dismiss/": (
+        "/conflicts/{conflict}/dismiss/",
+        "302 405 405 405 405 302 302 302",
+        "302 302 404 302 302 302 302 302",
+    ),
     "favicon.ico": (
         "/favicon.ico",
         "302 302 302 302 302 302 302 302",
@@ -473,6 +478,16 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "/people/{username}/",
         "302 404 404 404 200 302 302 302",
         "302 404 404 404 405 302 302 302",
+    ),
+    "people/addresses/lift/": (
+        "/people/addresses/lift/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 400 302 302 302",
+    ),
+    "people/<str:username>/lockout/lift/": (
+        "/people/{username}/lockout/lift/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 400 302 302 302",
     ),
     "people/<str:username>/disable/": (
         "/people/{username}/disable/",

@@ -69,7 +69,7 @@ def test_the_page_shows_every_setting_with_its_meaning_bounds_and_value(ada: Cli
         assert setting.label in page
         assert setting.meaning in page
         assert setting.bounds.capitalize() in page
-    assert "From 1 to 10 sources. In force now: 2 sources." in page
+    assert "From 1 to 10 agents. In force now: 2 agents." in page
     assert "From 1 to 36500 days. In force now: 30 days." in page
     assert 'name="inferred_max_days" value="30" min="1" max="36500"' in page
     assert "billing.address\ncontact.email" not in page  # one key a line, as stored
@@ -123,12 +123,10 @@ def test_the_history_lists_every_version_newest_first_each_against_the_one_befor
         "Slots another system owns: <del>billing.address, billing.email, contact.email, "
         "contact.phone, payment.method</del> → <ins>billing.address, contact.channel</ins>"
     ) in page[third:second]
-    assert (
-        "Sources a guess needs: <del>2 sources</del> → <ins>3 sources</ins>" in page[second:first]
-    )
+    assert "Agents a guess needs: <del>2 agents</del> → <ins>3 agents</ins>" in page[second:first]
     assert "the system (test)" in page[second:first]
     # Each version says only what it changed.
-    assert "Sources a guess needs" not in page[third:second].split("</h3>", 1)[1]
+    assert "Agents a guess needs" not in page[third:second].split("</h3>", 1)[1]
 
 
 def test_keys_are_typed_one_a_line_and_a_write_to_a_new_one_is_refused(
@@ -188,8 +186,8 @@ def test_a_change_applies_to_the_next_write_and_not_to_memories_already_written(
 @pytest.mark.parametrize(
     ("field", "typed", "words"),
     [
-        ("inferred_sources_required", "0", "Choose from 1 to 10 sources; 0 is outside that."),
-        ("inferred_sources_required", "11", "Choose from 1 to 10 sources; 11 is outside that."),
+        ("inferred_sources_required", "0", "Choose from 1 to 10 agents; 0 is outside that."),
+        ("inferred_sources_required", "11", "Choose from 1 to 10 agents; 11 is outside that."),
         ("ttl_preference_days", "36501", "Choose from 1 to 36500 days; 36501 is outside that."),
         ("ttl_preference_days", "10000000", "Choose from 1 to 36500 days"),
         ("ttl_episode_days", "-5", "Choose from 1 to 36500 days; -5 is outside that."),
@@ -278,7 +276,7 @@ def test_an_unknown_field_is_refused(ada: Client) -> None:
 @pytest.mark.parametrize(
     ("changes", "named"),
     [
-        ({"inferred_sources_required": 0}, "Sources a guess needs (inferred_sources_required)"),
+        ({"inferred_sources_required": 0}, "Agents a guess needs (inferred_sources_required)"),
         ({"ttl_preference_days": 10_000_000}, "Life of a preference (ttl_preference_days)"),
         ({"recall_cap": 40_000}, "Memories per recall (recall_cap)"),
         ({"subject_active_cap": -1}, "Live memories per subject (subject_active_cap)"),
@@ -425,15 +423,15 @@ def test_an_admin_fixes_a_refused_value_saves_and_follows_a_trace_to_the_version
     # The browser's own check is set aside, as a script or an old browser would: the server
     # answers in words beside the field, and keeps what was typed.
     page.evaluate("document.querySelector('form.policy-form').noValidate = true")
-    page.get_by_label("Sources a guess needs").fill("0")
+    page.get_by_label("Agents a guess needs").fill("0")
     page.get_by_label("Why it changes").fill("Fewer guesses in use.")
     page.get_by_role("button", name="Save as version 2").click()
     expect(page.locator("#error-inferred_sources_required")).to_have_text(
-        "Choose from 1 to 10 sources; 0 is outside that."
+        "Choose from 1 to 10 agents; 0 is outside that."
     )
     expect(page.get_by_label("Why it changes")).to_have_value("Fewer guesses in use.")
 
-    page.get_by_label("Sources a guess needs").fill("3")
+    page.get_by_label("Agents a guess needs").fill("3")
     page.get_by_role("button", name="Save as version 2").click()
     expect(page.get_by_role("status")).to_contain_text("applies to the next write")
     assert page.url.endswith("/policy/#version-2")
@@ -442,5 +440,5 @@ def test_an_admin_fixes_a_refused_value_saves_and_follows_a_trace_to_the_version
     page.goto(reverse("memory-history", args=[memory.pk]))
     page.get_by_role("link", name="policy version 2").click()
     page.wait_for_url("**/policy/#version-2")
-    expect(page.locator("#version-2")).to_contain_text("Sources a guess needs: 2 sources → 3")
+    expect(page.locator("#version-2")).to_contain_text("Agents a guess needs: 2 agents → 3")
     assert problems == []

@@ -14,11 +14,12 @@ from rest_framework.test import APIClient
 
 from ledger.actions.erasure import erase_subject
 from ledger.actions.expiry import expire_due
+from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.lifecycle import confirm_memory, correct_memory, retract_memory
 from ledger.actions.policy import change_policy
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
-from ledger.models import Memory, Recall, RecallItem, Run, Subject
+from ledger.models import Agent, Memory, Recall, RecallItem, Run, Subject
 from ledger.recall import goal_terms, plain_ranking
 from tests.conftest import SUBJECT, agent_client
 
@@ -36,14 +37,23 @@ def statements(response: Any) -> list[str]:
 
 
 def infer(remember: Callable[..., Memory], statement: str, **fields: Any) -> Memory:
-    """An inferred memory corroborated by two sources, so agents may use it."""
-    for ref in ("msg_a", "msg_b"):
-        memory = remember(
-            statement,
-            basis="inferred",
-            source=SourceInput(kind="user_message", ref=ref),
-            **fields,
-        )
+    """An inferred memory two agents wrote, so agents may use it."""
+    remember(
+        statement, basis="inferred", source=SourceInput(kind="user_message", ref="msg_a"), **fields
+    )
+    other = Agent.objects.filter(name="second-opinion").first()
+    if other is None:
+        other = agent_client("second-opinion", ["write"])[1]
+    data = MemoryInput(
+        subject=fields.pop("subject", SUBJECT),
+        kind=fields.pop("kind", "preference"),
+        basis="inferred",
+        statement=statement,
+        source=SourceInput(kind="user_message", ref="msg_b"),
+        **fields,
+    )
+    memory = write_memory(agent=other, data=data).memory
+    assert memory is not None
     memory.refresh_from_db()
     assert memory.status == "active"
     return memory

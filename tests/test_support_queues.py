@@ -85,7 +85,7 @@ def test_open_conflicts_link_to_the_conflict_on_the_subject_page(
     remember("Prefers post.", key="contact.channel")
     conflict = Conflict.objects.get()
     html = page(signed_in("sam"), "/queues/conflicts/")
-    assert "1 conflicting slot," in html
+    assert "1 conflict to resolve," in html
     assert f'href="/subjects/{SUBJECT}/#conflict-{conflict.pk}"' in html
 
 

@@ -28,6 +28,9 @@ from tests.conftest import SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db
 SCRIPT = "<script>alert(1)</script>"
+# In a statement, a whole tag is held for review (``ledger.poison``); an unclosed one passes
+# the gate and must still be escaped.
+UNCLOSED = "<b onclick=alert(1)"
 
 
 def message(ref: str = "msg_0588", *, run: str = "run_150", excerpt: str = "") -> SourceInput:
@@ -52,7 +55,7 @@ def sam(people: dict[str, User]) -> Client:
 def phoned(remember: Callable[..., Memory], people: dict[str, User]) -> Memory:
     change_policy(actor=Actor.system("test"), reason="shorter lives", ttl_preference_days=300)
     return remember(
-        f"Happy to be phoned about deliveries. {SCRIPT}",
+        f"Happy to be phoned about deliveries. {UNCLOSED}",
         key="contact.channel",
         source=message(excerpt=f"you can ring me about the parcels {SCRIPT}"),
     )
@@ -75,7 +78,7 @@ def test_the_trace_shows_the_write_its_excerpt_and_the_gates_reasons(
 ) -> None:
     # A second agent write of the same claim corroborates it: a second source, a second decision.
     remember(
-        f"Happy to be phoned about deliveries. {SCRIPT}",
+        f"Happy to be phoned about deliveries. {UNCLOSED}",
         key="contact.channel",
         source=message("msg_0601", run="run_152", excerpt="yes phone is fine"),
     )
@@ -86,7 +89,7 @@ def test_the_trace_shows_the_write_its_excerpt_and_the_gates_reasons(
     assert "turn 3" in html
     assert "you can ring me about the parcels &lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "yes phone is fine" in html
-    assert SCRIPT not in html
+    assert SCRIPT not in html and UNCLOSED not in html
     decisions = list(phoned.write_decisions.order_by("decided_at", "id"))
     assert [d.outcome for d in decisions] == ["accepted", "merged"]
     # Each decision in words, said once: the outcome, then what the gate's reason adds.
@@ -201,7 +204,7 @@ def test_a_correction_is_linked_both_ways_with_what_changed(
         assert f"This version replaced <a {old_link}>an earlier one</a>" in html
         assert f"Replaced by <a {new_link}>a later version</a>" in html
         assert (
-            "<del>Happy to be phoned about deliveries. &lt;script&gt;alert(1)&lt;/script&gt;</del>"
+            "<del>Happy to be phoned about deliveries. &lt;b onclick=alert(1)</del>"
             " → <ins>Prefers e-mail about deliveries.</ins>"
         ) in html
         assert "Status: <del>In use</del> → <ins>Replaced by a correction</ins>" in html

@@ -343,6 +343,33 @@ def run_two_workers(
     assert conflict.history.filter(history_actor="system:expiry").count() == 1
 
 
+def kill_pool_child(worker: Worker, *, backend: int) -> None:
+    """SIGKILL the worker's pool child, and redeliver its message only once the child's
+    database backend is gone.
+
+    PostgreSQL ends a dead client's backend only at its next connection check (every 200 ms
+    here), and a redelivered message can arrive sooner: it would skip the rows the dead
+    backend still locks instead of waiting for them. So the worker's main process, which
+    notices the death and redelivers, is frozen until the backend has ended, however long
+    a busy machine takes over either step: the order is forced, not raced.
+    """
+    child = worker.pool_child()
+    worker.process.send_signal(signal.SIGSTOP)
+    try:
+        os.kill(child, signal.SIGKILL)
+        with connect(autocommit=True) as probe:
+            # With a timeout, pg_terminate_backend returns once the backend has exited,
+            # unless its connection check ended it first.
+            alive = "FROM pg_stat_activity WHERE pid = %s"
+            probe.execute(f"SELECT pg_terminate_backend(pid, 60000) {alive}", [backend])
+            wait_for(
+                lambda: not probe.execute(f"SELECT 1 {alive}", [backend]).fetchone(),
+                f"the killed child's backend {backend} to end",
+            )
+    finally:
+        worker.process.send_signal(signal.SIGCONT)
+
+
 def test_worker_killed_mid_batch_leaves_nothing_half_done_and_the_rerun_finishes(
     sender: Celery,
     worker: Worker,
@@ -357,12 +384,7 @@ def test_worker_killed_mid_batch_leaves_nothing_half_done_and_the_rerun_finishes
     task_id = send(sender, EXPIRE)
     # Blocked after expiring the batch's rows, inside the batch's open transaction.
     (blocked,) = wait_for(lambda: waiting_on_a_lock(), "the worker to block")
-    os.kill(worker.pool_child(), signal.SIGKILL)
-    # PostgreSQL ends a dead client's backend only at its next connection check (every
-    # 200 ms here), and the redelivered message arrives sooner: it would skip the rows the
-    # dead backend still locks instead of waiting for them. End it now, as that check would.
-    with connect(autocommit=True) as probe:
-        probe.execute("SELECT pg_terminate_backend(%s)", [blocked])
+    kill_pool_child(worker, backend=blocked)
 
     # The message was rejected back to the queue and a fresh pool process took it up:
     # a different backend now waits on the same lock, and the killed one is gone.

@@ -189,15 +189,16 @@ def test_inferred_single_source_is_pending(api: APIClient) -> None:
     assert Memory.objects.get().status == "pending"
 
 
-def test_second_independent_source_activates_a_pending_guess(api: APIClient) -> None:
+def test_a_second_agent_activates_a_pending_guess(api: APIClient, api_agent) -> None:
+    other, _ = api_agent
     post(api, body(basis="inferred", expires_at=...))
-    other = dict(body()["source"], ref="msg_0555")
-    response = post(api, body(basis="inferred", expires_at=..., source=other))
+    theirs = dict(body()["source"], ref="msg_0555", run="run_of_the_other_agent")
+    response = post(other, body(basis="inferred", expires_at=..., source=theirs))
     assert response.status_code == 200
     memory = Memory.objects.get()
     assert memory.status == "active"
     assert memory.sources.count() == 2
-    assert "Corroborated" in response.json()["decision"]["reason"]
+    assert "Corroborated by 2 agents" in response.json()["decision"]["reason"]
 
 
 def test_same_source_twice_does_not_corroborate(api: APIClient) -> None:

@@ -1,15 +1,17 @@
-"""A person settles a conflict: one statement is kept, or the right one written."""
+"""A person settles a conflict: one statement is kept, or the right one written; a possible
+conflict may also be dismissed as not a conflict."""
 
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import correct_memory, retract_memory
 from ledger.actions.slots import lock_slot, refresh_conflict
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, Subject
+from ledger.models import Conflict, LedgerEntry, Memory, Subject
 
 # The start of the reason on the kept memory's history row; its history page names the
 # step by it.
@@ -37,21 +39,24 @@ def resolve_conflict(
             "choice_required", "Pick the statement to keep, or write the right one.", 400
         )
     with transaction.atomic():
-        Subject.objects.select_for_update().filter(pk=conflict.subject_id).first()
-        locked = Conflict.objects.select_for_update().select_related("subject").get(pk=conflict.pk)
+        locked = _lock(conflict)
         contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
         # Closed, or open with nobody left standing: either way there is nothing to choose.
         policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
+        if locked.commitment_id is not None and statement is None:
+            raise policy.Refusal(
+                "commitment_stands",
+                "This memory contradicts a ledger commitment, which changes only through the "
+                "ledger: keep the commitment, write what is right, or say it is not a conflict.",
+                409,
+            )
         if keep is None:
             keep = contenders[0]
         if keep.pk not in {m.pk for m in contenders}:
             raise policy.Refusal(
                 "not_a_contender", "That statement is not part of this conflict.", 400
             )
-        by_person = actor.user is not None and access.acts_for_person(actor.user, locked.subject)
-        by = "by the person" if by_person else "by staff"
-        why = f" {reason}" if reason else ""
-        resolved = f"Conflict resolved {by}.{why}"
+        resolved = f"Conflict resolved {_by(actor, locked)}.{_why(reason)}"
         deleted = [other for other in contenders if other.pk != keep.pk]
         for other in deleted:
             retract_memory(memory=other, actor=actor, reason=resolved)
@@ -69,7 +74,7 @@ def resolve_conflict(
             save_tracked(
                 keep,
                 actor=actor,
-                reason=f"{KEPT_IN_CONFLICT} {by}: deleted instead {others}"
+                reason=f"{KEPT_IN_CONFLICT} {_by(actor, locked)}: deleted instead {others}"
                 + (f". {reason}" if reason else ""),
                 update_fields=[],
                 bump_version=True,
@@ -78,3 +83,65 @@ def resolve_conflict(
         locked.resolution, locked.kept = how, keep
         save_tracked(locked, actor=actor, reason=resolved, update_fields=["resolution", "kept"])
     return keep
+
+
+def dismiss_conflict(*, conflict: Conflict, actor: Actor, reason: str = "") -> Conflict:
+    """A person read a possible conflict and found it is not one: both statements stay."""
+    with transaction.atomic():
+        locked = _lock(conflict)
+        if not locked.possible:
+            raise policy.Refusal(
+                "not_possible",
+                "Only a possible conflict can be dismissed: these statements share a slot and "
+                "say different things. Keep one, or write what is right.",
+                400,
+            )
+        policy.refuse_conflict_resolved(locked.status)
+        locked.status = Conflict.Status.RESOLVED
+        locked.resolution = Conflict.Resolution.DISMISSED
+        locked.resolved_at = timezone.now()
+        save_tracked(
+            locked,
+            actor=actor,
+            reason=f"Not a conflict, said {_by(actor, locked)}.{_why(reason)}",
+            update_fields=["status", "resolution", "resolved_at"],
+        )
+    return locked
+
+
+def keep_commitment(*, conflict: Conflict, actor: Actor, reason: str = "") -> LedgerEntry:
+    """Settle a possible conflict with a ledger commitment: the commitment stands and the
+    memory that contradicts it is retracted. The commitment itself is the agent's record of
+    an agreement and changes only through the ledger."""
+    with transaction.atomic():
+        locked = _lock(conflict)
+        contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
+        policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
+        if locked.commitment is None:
+            raise policy.Refusal(
+                "no_commitment", "This conflict has no ledger commitment to keep.", 400
+            )
+        resolved = (
+            f"Conflict resolved {_by(actor, locked)}: the ledger commitment stands.{_why(reason)}"
+        )
+        for memory in contenders:
+            # Retracting the memory leaves one side, so the conflict closes as it goes.
+            retract_memory(memory=memory, actor=actor, reason=resolved)
+        locked.refresh_from_db()
+        locked.resolution = Conflict.Resolution.KEPT
+        save_tracked(locked, actor=actor, reason=resolved, update_fields=["resolution"])
+        return locked.commitment
+
+
+def _lock(conflict: Conflict) -> Conflict:
+    Subject.objects.select_for_update().filter(pk=conflict.subject_id).first()
+    return Conflict.objects.select_for_update().select_related("subject").get(pk=conflict.pk)
+
+
+def _by(actor: Actor, conflict: Conflict) -> str:
+    by_person = actor.user is not None and access.acts_for_person(actor.user, conflict.subject)
+    return "by the person" if by_person else "by staff"
+
+
+def _why(reason: str) -> str:
+    return f" {reason}" if reason else ""

@@ -9,13 +9,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import Q
+from django.db.models import CharField, Q, Value
+from django.db.models.expressions import Combinable
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import (
+    Conflict,
     Erasure,
     IdempotencyRecord,
     JournalEntry,
@@ -27,6 +30,7 @@ from ledger.models import (
     Snapshot,
     Source,
     Subject,
+    WriteDecision,
 )
 
 ERASED_REASON = "Erased at the person's request."
@@ -36,6 +40,28 @@ REASON_REMOVED = "Reason removed by an erasure."
 ERASED_REF = "erased"
 # Every history row an erasure reached carries one of these reasons afterwards.
 ERASURE_REASONS = (ERASED_REASON, REASON_REMOVED)
+
+
+@dataclass(frozen=True)
+class ErasedKey:
+    """The blank for a key that must stay unique (a journal entry's retry key, a run
+    note's key): the row's own id in words that no client can send, since those keys take
+    neither spaces nor brackets. The verifier derives it from the row's id in the same way."""
+
+    def of(self, pk: Any) -> str:
+        return f"(erased {pk})"
+
+    def expression(self) -> Combinable:
+        return Concat(Value("(erased "), Cast("id", CharField()), Value(")"))
+
+
+ERASED_KEY = ErasedKey()
+
+
+def blank_value(value: Any, pk: Any) -> Any:
+    """What erasure leaves in a field of the row ``pk``: the mapping's value, or its key."""
+    # A copy: the mapping's empty dicts must never be shared with (and changed by) a row.
+    return value.of(pk) if isinstance(value, ErasedKey) else copy.deepcopy(value)
 
 
 @dataclass(frozen=True)
@@ -71,15 +97,27 @@ def _by_run(subjects: Any) -> Q:
 # only in exactly this shape, and only if the row is dated at or before an erasure of a
 # subject that reaches it.
 ERASABLE: dict[type[models.Model], Erasable] = {
-    Memory: Erasable({"statement": "", "normalized": ""}, lambda s: Q(subject_id__in=s)),
-    LedgerEntry: Erasable({"fact": ""}, lambda s: Q(subject_id__in=s)),
+    # A slot's key is the agent's name for it, and names can carry what they are about.
+    Memory: Erasable({"statement": "", "normalized": "", "key": ""}, lambda s: Q(subject_id__in=s)),
+    LedgerEntry: Erasable({"fact": "", "key": ""}, lambda s: Q(subject_id__in=s)),
+    Conflict: Erasable({"key": ""}, lambda s: Q(subject_id__in=s)),
     Source: Erasable(
         {"excerpt": "", "ref": ERASED_REF},
         lambda s: Q(id__in=Source.objects.filter(_sources_about(s)).values("pk")),
         depth=2,
     ),
-    JournalEntry: Erasable({"intent": {}, "effect": None, "verification": None}, _by_run, depth=2),
-    RunNote: Erasable({"value": ""}, _by_run, depth=2),
+    JournalEntry: Erasable(
+        {
+            "intent": {},
+            "effect": None,
+            "verification": None,
+            "action": "",
+            "idempotency_key": ERASED_KEY,
+        },
+        _by_run,
+        depth=2,
+    ),
+    RunNote: Erasable({"value": "", "key": ERASED_KEY}, _by_run, depth=2),
     Subject: Erasable({"display_name": ""}, lambda s: Q(id__in=s)),
 }
 
@@ -119,6 +157,7 @@ def erase_subject(
             JournalEntry.objects.select_for_update(of=("self",)).filter(run__subject=locked)
         )
         notes = list(RunNote.objects.select_for_update(of=("self",)).filter(run__subject=locked))
+        conflicts = list(Conflict.objects.select_for_update().filter(subject=locked))
 
         for memory in memories:
             fields = _blank(memory)
@@ -133,6 +172,15 @@ def erase_subject(
             save_tracked(
                 entry, actor=actor, reason=ERASED_REASON, update_fields=[*fields, "status"]
             )
+        for conflict in conflicts:
+            fields = _blank(conflict)
+            # Nothing is left to disagree about; with the keys blank, open ones would also
+            # share one slot.
+            if conflict.status == Conflict.Status.OPEN:
+                conflict.status = Conflict.Status.RESOLVED
+                conflict.resolved_at = now
+                fields += ["status", "resolved_at"]
+            save_tracked(conflict, actor=actor, reason=ERASED_REASON, update_fields=fields)
         for row in [*sources, *journal, *notes]:
             save_tracked(row, actor=actor, reason=ERASED_REASON, update_fields=_blank(row))
 
@@ -161,8 +209,14 @@ def erase_subject(
         snapshots = Snapshot.objects.filter(run__subject=locked).update(
             document={}, pinned=[], narrative="", problems=[]
         )
+        # The gate's decisions keep no history; their reasons quote the key and statement.
+        # The outcome and its code (a word from a fixed list) stay.
+        decisions = WriteDecision.objects.filter(subject=locked).update(reason=REASON_REMOVED)
         # Stored API responses repeat the statements; a retry after an erasure writes anew.
-        stored_responses, _ = IdempotencyRecord.objects.filter(subject=locked).delete()
+        # Those filed under a run before it had a subject are found by the run.
+        stored_responses, _ = IdempotencyRecord.objects.filter(
+            Q(subject=locked) | Q(run__subject=locked)
+        ).delete()
 
         return Erasure.objects.create(
             subject=locked,
@@ -179,6 +233,8 @@ def erase_subject(
             snapshots=snapshots,
             history_rows=history_rows,
             stored_responses=stored_responses,
+            conflicts=len(conflicts),
+            write_decisions=decisions,
         )
 
 
@@ -186,14 +242,17 @@ def _blank(row: models.Model) -> list[str]:
     """Blank what erasure removes from a live row; the fields to save."""
     blank = ERASABLE[type(row)].blank
     for field, value in blank.items():
-        # A copy: the mapping's empty dicts must never be shared with (and changed by) a row.
-        setattr(row, field, copy.deepcopy(value))
+        setattr(row, field, blank_value(value, row.pk))
     return list(blank)
 
 
 def _blank_history(model: type[models.Model], where: Q, blank: dict[str, Any]) -> int:
     """Blank ``blank`` in every history row of ``model`` matching ``where``; how many."""
     rows = model.history.filter(where)  # type: ignore[attr-defined]
-    count: int = rows.update(**blank)
+    values = {
+        field: value.expression() if isinstance(value, ErasedKey) else value
+        for field, value in blank.items()
+    }
+    count: int = rows.update(**values)
     rows.exclude(history_change_reason=ERASED_REASON).update(history_change_reason=REASON_REMOVED)
     return count

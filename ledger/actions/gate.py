@@ -4,8 +4,9 @@
 a system-of-record key, a paused subject, a full subject), merges a repeat into the
 memory it repeats as evidence, holds a single-source guess as pending, holds whatever a
 quarantined agent writes (and a statement from an agent not trusted for them) as pending,
-and opens a conflict when a slot's statements disagree. Every outcome, refusals included,
-leaves one ``WriteDecision`` saying why, naming the admin's restriction when one applied.
+as it holds any statement unsafe to hand an assistant (``ledger.poison``), and opens a
+conflict when a slot's statements disagree. Every outcome, refusals included, leaves one
+``WriteDecision`` saying why, naming the admin's restriction when one applied.
 """
 
 from __future__ import annotations
@@ -19,7 +20,11 @@ from django.utils import timezone
 
 from ledger import policy
 from ledger.actions._tracking import save_tracked
-from ledger.actions.slots import refresh_conflict
+from ledger.actions.slots import (
+    open_possible_conflicts,
+    possible_conflicts_note,
+    refresh_conflict,
+)
 from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actions.subjects import create_subject
 from ledger.actors import Actor
@@ -120,7 +125,9 @@ def _decide_and_write(
     policy.refuse_if_paused(subject.memory_paused)
 
     normalized = policy.normalize_statement(data.statement)
-    hold = policy.hold_for(agent, basis=data.basis, source_kind=data.source.kind)
+    hold = policy.hold_for(
+        agent, basis=data.basis, source_kind=data.source.kind, statement=data.statement
+    )
     duplicate = (
         Memory.objects.for_subject(subject)
         .live()
@@ -142,9 +149,7 @@ def _decide_and_write(
         requested=data.expires_at,
         omitted=data.expires_omitted,
     )
-    pending = hold is not None or policy.needs_corroboration(
-        current, basis=data.basis, distinct_sources=1
-    )
+    pending = hold is not None or policy.needs_corroboration(current, basis=data.basis, agents=1)
     memory = Memory(
         subject=subject,
         kind=data.kind,
@@ -165,8 +170,8 @@ def _decide_and_write(
         reason = hold.reason
     elif pending:
         reason = (
-            f"Inferred from one source; the policy asks for "
-            f"{current.inferred_sources_required} independent sources or a person's "
+            f"Inferred by one agent; the policy asks for "
+            f"{current.inferred_sources_required} different agents or a person's "
             f"confirmation before agents may use it."
         )
     else:
@@ -178,6 +183,8 @@ def _decide_and_write(
     add_source(data=data.source, agent=agent, subject=subject, now=now, actor=actor, memory=memory)
 
     conflict = None if pending else refresh_conflict(subject=subject, key=data.key, actor=actor)
+    possible = open_possible_conflicts(memory=memory, actor=actor, now=now)
+    reason += possible_conflicts_note(possible)
     if conflict is not None:
         return GateResult(
             outcome=WriteDecision.Outcome.CONFLICT,
@@ -187,21 +194,23 @@ def _decide_and_write(
             conflict=conflict,
             expires_capped=expiry.capped,
         )
+    accepted = WriteDecision.Outcome.CONFLICT if possible else WriteDecision.Outcome.ACCEPTED
     return GateResult(
-        outcome=WriteDecision.Outcome.PENDING if pending else WriteDecision.Outcome.ACCEPTED,
+        outcome=WriteDecision.Outcome.PENDING if pending else accepted,
         reason=reason,
         memory=memory,
+        conflict=possible[0] if possible else None,
         expires_capped=expiry.capped,
         **_held(hold),
     )
 
 
 def _held(hold: policy.Hold | None) -> dict[str, Any]:
-    """What a result says of the restriction that held a write pending."""
+    """What a result says of what held a write pending: an admin's restriction, or its text."""
     if hold is None:
         return {}
     return {
-        "code": hold.restriction.code,
+        "code": hold.code,
         "restriction": hold.restriction,
         "restricted_because": hold.because,
     }
@@ -226,7 +235,7 @@ def _merge_evidence(
     )
     reason = "Same statement as a live memory: the source was added as evidence."
     if memory.status == Memory.Status.PENDING:
-        hold = hold or policy.hold_for_repeat(writer=memory.agent)
+        hold = hold or policy.hold_for_repeat(writer=memory.agent, statement=memory.statement)
         if hold is not None:
             return GateResult(
                 outcome=WriteDecision.Outcome.MERGED,
@@ -235,14 +244,17 @@ def _merge_evidence(
                 status=200,
                 **_held(hold),
             )
-    distinct = memory.sources.values("kind", "ref").distinct().count()
+    # Independent means from different agents: one agent's repeats, however many messages
+    # or tools they cite, are one agent's word.
+    agents = memory.sources.agent_count()
+    current = Policy.current()
     if memory.status == Memory.Status.PENDING and policy.repeat_activates(
-        Policy.current(), basis=memory.basis, distinct_sources=distinct
+        current, basis=memory.basis, agents=agents
     ):
         memory.status = Memory.Status.ACTIVE
         memory.confirmed_at = now
         memory.status_changed_at = now
-        reason += f" Corroborated by {distinct} independent sources: now active."
+        reason += f" Corroborated by {agents} agents: now active."
         save_tracked(
             memory,
             actor=actor,
@@ -253,6 +265,12 @@ def _merge_evidence(
         refresh_conflict(subject=memory.subject, key=memory.key, actor=actor)
     elif memory.status == Memory.Status.PENDING and memory.basis == Memory.Basis.STATED:
         reason += f" {policy.HELD_STATEMENT_WAITS}"
+    elif memory.status == Memory.Status.PENDING:
+        written = "1 agent has" if agents == 1 else f"{agents} agents have"
+        reason += (
+            f" It stays pending: {written} written it, and the policy asks for "
+            f"{current.inferred_sources_required} different agents or a person's confirmation."
+        )
     return GateResult(
         outcome=WriteDecision.Outcome.MERGED, reason=reason, memory=memory, status=200
     )

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from ledger import policy
 from ledger.actions._tracking import save_tracked
+from ledger.actions.slots import open_commitment_conflicts, settle_possible_conflicts
 from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actors import Actor
 from ledger.models import Agent, LedgerEntry, Source, Subject
@@ -56,6 +57,7 @@ def record_ledger_entry(
             recorded_at=now,
         )
         save_tracked(entry, actor=actor, reason=f"Recorded as {kind}.")
+        open_commitment_conflicts(entry=entry, actor=actor, now=now)
     return entry
 
 
@@ -206,4 +208,5 @@ def withdraw_ledger_entry(*, entry: LedgerEntry, agent: Agent, reason: str) -> L
             update_fields=["status"],
             bump_version=True,
         )
+        settle_possible_conflicts(subject=locked.subject, actor=actor)
     return locked

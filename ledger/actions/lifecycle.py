@@ -26,6 +26,10 @@ from ledger.policy import MemoryMove
 CORRECTION_REF = "correction:"
 # The start of a correction's first history row; the corrector's reason follows.
 CORRECTION_OF = "Correction of an earlier memory: "
+# A correction to words another live memory already says: the start of the reasons kept in
+# the corrected memory's history (before the other memory's id) and in the other's.
+MERGED_INTO = "The corrected words are already those of another live memory (id "
+CORRECTION_SAID_SO = "A correction of another memory said the same: "
 
 
 def correct_memory(
@@ -36,7 +40,9 @@ def correct_memory(
     reason: str,
     source: SourceInput | None = None,
 ) -> Memory:
-    """A new memory supersedes the old one, which keeps its text for audit.
+    """A new memory supersedes the old one, which keeps its text for audit; or, when the
+    new words are already another live memory's, that one is returned, kept as the one
+    live memory saying them (``_merge_correction``).
 
     A correction by a person (or by the system on their behalf) is a statement. An agent's
     correction is a write like any other: refused while memory is paused, stated only when
@@ -60,19 +66,32 @@ def correct_memory(
             basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
         else:
             basis = Memory.Basis.STATED
+        same = (
+            Memory.objects.for_subject(old.subject)
+            .live()
+            .filter(normalized=policy.normalize_statement(statement))
+            .exclude(pk=old.pk)
+            .first()
+        )
+        if same is not None:
+            kept = _merge_correction(
+                old=old, into=same, actor=actor, reason=reason, source=source, now=now
+            )
+            memory.refresh_from_db()
+            return kept
         by_person = actor.user is not None and access.acts_for_person(actor.user, old.subject)
         if by_agent:
             stated_by = StatedBy.PERSON
         else:
             stated_by = StatedBy.CORRECTION if by_person else StatedBy.SUPPORT_CORRECTION
-        # An admin's restriction on the agent holds its correction as it holds its writes.
+        # What holds an agent's write holds its correction: an admin's restriction, poisoned text.
         hold = (
-            policy.hold_for(actor.agent, basis=basis, source_kind=source.kind)
+            policy.hold_for(actor.agent, basis=basis, source_kind=source.kind, statement=statement)
             if actor.agent
             else None
         )
         pending = by_agent and (
-            hold is not None or policy.needs_corroboration(current, basis=basis, distinct_sources=1)
+            hold is not None or policy.needs_corroboration(current, basis=basis, agents=1)
         )
         new = Memory(
             subject=old.subject,
@@ -118,6 +137,50 @@ def correct_memory(
         )
     memory.refresh_from_db()
     return new
+
+
+def _merge_correction(
+    *,
+    old: Memory,
+    into: Memory,
+    actor: Actor,
+    reason: str,
+    source: SourceInput,
+    now: datetime,
+) -> Memory:
+    """A correction to words a live memory already says keeps that memory as the one live
+    row, as the write gate merges a repeat: ``old`` is superseded (kept, unchanged, for
+    audit), and the corrector's source becomes evidence for ``into``. A person's or
+    support's correction states the words, so it confirms ``into`` when it was a guess;
+    an agent's is evidence and nothing more, like any repeat of its own."""
+    old.status = Memory.Status.SUPERSEDED
+    old.status_changed_at = now
+    save_tracked(
+        old,
+        actor=actor,
+        reason=f"Corrected: {reason} {MERGED_INTO}{into.pk}), which stays the one memory "
+        "saying them.",
+        update_fields=["status", "status_changed_at"],
+        bump_version=True,
+    )
+    refresh_conflict(subject=old.subject, key=old.key, actor=actor)
+    clear_reminders(memory=old, now=now)
+    merged = lock_slot(into)
+    add_source(
+        data=source,
+        agent=actor.agent or merged.agent,
+        subject=merged.subject,
+        now=now,
+        actor=actor,
+        memory=merged,
+    )
+    said = f"{CORRECTION_SAID_SO}{reason}"
+    if actor.agent is None and (
+        merged.status == Memory.Status.PENDING or merged.basis == Memory.Basis.INFERRED
+    ):
+        return confirm_memory(memory=merged, actor=actor, reason=said)
+    save_tracked(merged, actor=actor, reason=said, update_fields=[], bump_version=True)
+    return merged
 
 
 def supersede_memory(

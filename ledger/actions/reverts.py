@@ -49,6 +49,15 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             restored_status=replaced.status if replaced else "",
         )
         assert replaced is not None  # a correction always replaced something
+        live_copy = (
+            Memory.objects.for_subject(replacement.subject)
+            .live()
+            .filter(normalized=replaced.normalized)
+            .exclude(pk=replacement.pk)
+            .values_list("pk", flat=True)
+            .first()
+        )
+        policy.refuse_revert_to_live_words(str(live_copy) if live_copy else None)
         current = Policy.current()
         pending = _status_when_replaced(replaced) == Memory.Status.PENDING
         copy = Memory(

@@ -77,13 +77,19 @@ class HasAgentScope(permissions.BasePermission):
         agent = request.auth
         if not isinstance(agent, Agent):
             return False
-        scope = getattr(view, "required_scope", None)
-        if scope is None:
-            scope = "read" if request.method in permissions.SAFE_METHODS else "write"
+        scope = scope_needed(request, view)
         if not agent.has_scope(scope):
             self.message = f"This API key lacks the '{scope}' scope."
             return False
         return True
+
+
+def scope_needed(request: Request, view: APIView) -> str:
+    """The scope a request needs: the view's own, else ``read`` to read, ``write`` to change."""
+    scope: str | None = getattr(view, "required_scope", None)
+    if scope is None:
+        scope = "read" if request.method in permissions.SAFE_METHODS else "write"
+    return scope
 
 
 def agent_of(request: Request) -> Agent:

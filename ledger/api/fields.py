@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from django.utils import timezone
 from rest_framework import serializers
@@ -18,6 +18,11 @@ REF_HELP = "1–100 characters: letters, digits and _ . : - (starting with a let
 
 class StrictCharField(serializers.CharField):
     """A string that must arrive as a JSON string and hold no invisible control characters."""
+
+    # The whole-value pattern a subclass also checks, published in the OpenAPI schema.
+    pattern: re.Pattern[str] | None = None
+    # Whether only spaces count as blank even where the value is kept untrimmed.
+    spaces_are_blank = False
 
     def __init__(self, *, multiline: bool = False, **kwargs: Any) -> None:
         self.multiline = multiline
@@ -36,6 +41,8 @@ class StrictCharField(serializers.CharField):
 
 
 class RefField(StrictCharField):
+    pattern = REF_PATTERN
+
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("max_length", 100)
         super().__init__(**kwargs)
@@ -95,6 +102,9 @@ def _has_offset(value: str) -> bool:
 class StrictSerializer(serializers.Serializer[Any]):
     """Refuses fields it does not know, so a typo is an error rather than silently ignored."""
 
+    # The rules across fields that ``validate`` checks, as JSON Schema for the OpenAPI schema.
+    schema_rules: ClassVar[dict[str, Any]] = {}
+
     def to_internal_value(self, data: Any) -> Any:
         if isinstance(data, dict):
             unknown = sorted(set(data) - set(self.fields))
@@ -108,28 +118,42 @@ class StrictSerializer(serializers.Serializer[Any]):
 JSON_MAX_DEPTH = 20
 
 
-def json_problem(value: Any, depth: int = 0, max_depth: int = JSON_MAX_DEPTH) -> str | None:
-    """What makes a JSON value unfit to store, or None.
+def json_problem(
+    value: Any, depth: int = 0, max_depth: int = JSON_MAX_DEPTH, path: str = ""
+) -> str | None:
+    """What makes a JSON value unfit to store, or None, saying where (``steps[2].note``).
 
-    PostgreSQL refuses NUL and lone surrogates in JSON text, and a value nested past any
-    sensible depth is refused before anything recurses into it.
+    PostgreSQL refuses NUL and lone surrogates in JSON text; invisible and bidirectional
+    characters, in a key or a string at any depth, would hide or reorder what people read
+    on a page and a model reads in a prompt (line breaks and tabs stay: tools' output has
+    them). A value nested past any sensible depth is refused before anything recurses.
     """
     if depth > max_depth:
         return f"Nested deeper than {max_depth} levels."
     if isinstance(value, dict):
         for key, item in value.items():
-            problem = json_problem(key, depth + 1, max_depth) or json_problem(
-                item, depth + 1, max_depth
-            )
+            problem = _text_problem(str(key), f"a key in {path or 'the top level'}", lines=False)
+            problem = problem or json_problem(item, depth + 1, max_depth, _step(path, str(key)))
             if problem:
                 return problem
     elif isinstance(value, list):
-        for item in value:
-            problem = json_problem(item, depth + 1, max_depth)
+        for i, item in enumerate(value):
+            problem = json_problem(item, depth + 1, max_depth, f"{path}[{i}]")
             if problem:
                 return problem
-    elif isinstance(value, str) and any(
-        ch == "\x00" or unicodedata.category(ch) == "Cs" for ch in value
-    ):
-        return "Must not contain a NUL character or a lone surrogate."
+    elif isinstance(value, str):
+        return _text_problem(value, path or "the top level", lines=True)
+    return None
+
+
+def _step(path: str, key: str) -> str:
+    return f"{path}.{key[:50]}" if path else key[:50]
+
+
+def _text_problem(text: str, where: str, *, lines: bool) -> str | None:
+    if any(ch == "\x00" or unicodedata.category(ch) == "Cs" for ch in text):
+        return f"Must not contain a NUL character or a lone surrogate (at {where})."
+    bad = forbidden_in_excerpt(text) if lines else forbidden_character(text)
+    if bad:
+        return f"Must not contain the invisible character {bad} (at {where})."
     return None

@@ -1,4 +1,7 @@
-"""``Idempotency-Key``: a retried write returns its first response and writes nothing."""
+"""``Idempotency-Key``: a retried write returns its first response and writes nothing.
+
+Not every answer is kept: a refusal whose cause can go away is decided again on the retry
+(``policy.answer_is_replayed``)."""
 
 from __future__ import annotations
 
@@ -13,8 +16,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ledger.api.auth import agent_of
-from ledger.models import IdempotencyRecord, Subject
-from ledger.policy import forbidden_character
+from ledger.models import IdempotencyRecord, Run, Subject
+from ledger.policy import answer_is_replayed, forbidden_character
 
 HEADER = "Idempotency-Key"
 KEY_MAX = 200
@@ -39,8 +42,13 @@ def _replay(record: IdempotencyRecord, request: Request) -> Response:
     )
 
 
-def idempotent(request: Request, write: Callable[[], tuple[Response, Subject | None]]) -> Response:
-    """Run ``write`` once per (agent, key); store its response in the same transaction."""
+def idempotent(
+    request: Request, write: Callable[[], tuple[Response, Subject | Run | None]]
+) -> Response:
+    """Run ``write`` once per (agent, key); store its response in the same transaction.
+
+    ``write`` also says what its answer is about: a subject, or a run, whose subject it has
+    or will learn later (an erasure of that subject deletes the answer either way)."""
     key = request.headers.get(HEADER)
     if key is None:
         return write()[0]
@@ -58,16 +66,18 @@ def idempotent(request: Request, write: Callable[[], tuple[Response, Subject | N
             record = IdempotencyRecord.objects.filter(agent=agent, key=key).first()
             if record is not None:
                 return _replay(record, request)
-            response, subject = write()
-            if response.status_code != status.HTTP_400_BAD_REQUEST:
-                # Malformed requests are not remembered: the client should fix and resend them.
+            response, about = write()
+            run = about if isinstance(about, Run) else None
+            code = response.data.get("code", "") if isinstance(response.data, dict) else ""
+            if answer_is_replayed(response.status_code, str(code)):
                 IdempotencyRecord.objects.create(
                     agent=agent,
                     key=key,
                     fingerprint=fingerprint(request),
                     response_status=response.status_code,
                     response_body=json.loads(JSONRenderer().render(response.data)),
-                    subject=subject,
+                    subject=about.subject if isinstance(about, Run) else about,
+                    run=run,
                 )
             return response
     except IntegrityError:

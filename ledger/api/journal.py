@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 from django.http import Http404
@@ -30,6 +30,7 @@ from ledger.api.fields import (
     json_problem,
 )
 from ledger.api.idempotency import idempotent
+from ledger.api.openapi import exactly
 from ledger.api.pagination import Cursor
 from ledger.models import Agent, JournalEntry, Run, Subject
 from ledger.policy import journal_moves, stale_intent_cutoff
@@ -40,6 +41,7 @@ JOURNAL_KEY_MAX = 200
 JOURNAL_KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}$")
 JOURNAL_KEY_REGEX = r"[A-Za-z0-9][A-Za-z0-9_.:\-]{0,199}"
 OUTCOME_STATES = [s for s in JournalEntry.State.values if s != JournalEntry.State.INTENDED]
+OUTCOME_STATES_UNVERIFIED = [s for s in OUTCOME_STATES if s != JournalEntry.State.DONE]
 
 
 @extend_schema_field(OpenApiTypes.ANY)
@@ -68,6 +70,8 @@ class BoundedJSONField(serializers.Field[Any, Any, Any, Any]):
 
 
 class JournalKeyField(StrictCharField):
+    pattern = JOURNAL_KEY_PATTERN
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(max_length=JOURNAL_KEY_MAX, **kwargs)
 
@@ -99,6 +103,13 @@ class OutcomeSerializer(StrictSerializer):
         allow_null=True,
         help_text="What the external system says afterwards. Required for done.",
     )
+
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "anyOf": [
+            {"properties": {"state": exactly(*OUTCOME_STATES_UNVERIFIED)}},
+            {"required": ["verification"], "properties": {"verification": {"not": exactly(None)}}},
+        ]
+    }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["state"] == JournalEntry.State.DONE and attrs.get("verification") is None:
@@ -156,6 +167,8 @@ RESUME_ADVICE = {
 
 class RunJournalView(APIView):
     """Journal an intent before acting. The same key twice returns the first entry."""
+
+    refusals = {"post": (409,)}
 
     @extend_schema(
         request=IntentSerializer,
@@ -231,6 +244,7 @@ class JournalViewSet(
     lookup_url_kwarg = "key"
     lookup_value_regex = JOURNAL_KEY_REGEX
     http_method_names = ["get", "patch", "head", "options"]
+    refusals = {"partial_update": (409, 422)}
 
     def get_queryset(self) -> QuerySet[JournalEntry]:
         entries = JournalEntry.objects.of_agent(agent_of(self.request)).select_related(
@@ -279,7 +293,7 @@ class JournalViewSet(
         if not self.get_queryset().filter(idempotency_key=key).exists():
             raise Http404
 
-        def write() -> tuple[Response, Subject | None]:
+        def write() -> tuple[Response, Subject | Run | None]:
             incoming = OutcomeSerializer(data=request.data)
             if not incoming.is_valid():
                 return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
@@ -291,7 +305,7 @@ class JournalViewSet(
                 effect=data.get("effect", UNSET),
                 verification=data.get("verification", UNSET),
             )
-            # The stored answer names the run's subject, so an erasure removes it too.
-            return Response(JournalEntrySerializer(entry).data), entry.run.subject
+            # Filed under the run: an erasure of its subject, now or once it has one, removes it.
+            return Response(JournalEntrySerializer(entry).data), entry.run
 
         return idempotent(request, write)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import QuerySet
 from django.http import Http404, QueryDict
@@ -51,6 +51,8 @@ STATUS_FILTERS = LedgerEntry.Status.values
 
 class FactField(StrictCharField):
     """The fact exactly as sent: inner spacing, numbers and negatives are never touched."""
+
+    spaces_are_blank = True
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(
@@ -104,6 +106,10 @@ class EditSerializer(StrictSerializer):
     expires_at = FutureDateTimeField(required=False, allow_null=True)
     reason = ReasonField()
 
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "anyOf": [{"required": [name]} for name in ("fact", "key", "expires_at")]
+    }
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not {"fact", "key", "expires_at"} & set(attrs):
             raise serializers.ValidationError(
@@ -114,12 +120,12 @@ class EditSerializer(StrictSerializer):
 
 class LedgerEntrySerializer(serializers.ModelSerializer[LedgerEntry]):
     subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
-    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
-    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True, allow_null=True)
+    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True, allow_null=True)
     # Fields named source and label: see ledger.api.serializers.MemoryWriteSerializer.
-    source = SourceSerializer(read_only=True)  # type: ignore[assignment]
-    promotion_source = SourceSerializer(read_only=True)
-    supersedes = serializers.PrimaryKeyRelatedField[LedgerEntry](read_only=True)
+    source = SourceSerializer(read_only=True, allow_null=True)  # type: ignore[assignment]
+    promotion_source = SourceSerializer(read_only=True, allow_null=True)
+    supersedes = serializers.PrimaryKeyRelatedField[LedgerEntry](read_only=True, allow_null=True)
     superseded_by = serializers.SerializerMethodField()
     status = serializers.SerializerMethodField()
     in_force = serializers.SerializerMethodField()
@@ -232,7 +238,9 @@ def _flag(params: QueryDict, name: str, errors: dict[str, list[str]]) -> bool:
 
 LIST_PARAMETERS = [
     OpenApiParameter("active", bool, description="1: only the entries in force now."),
-    OpenApiParameter("stale", bool, description="1: only expired entries, with last_true_at."),
+    OpenApiParameter(
+        "stale", bool, description="1: only expired entries, with last_true_at (not with active)."
+    ),
     OpenApiParameter("kind", str, enum=LedgerEntry.Kind.values),
     OpenApiParameter("status", str, enum=STATUS_FILTERS),
     OpenApiParameter("key", str),
@@ -241,6 +249,8 @@ LIST_PARAMETERS = [
 
 class SubjectLedgerView(APIView):
     """GET the ledger of a subject; POST a new entry about it."""
+
+    refusals = {"post": (409, 422, 423)}
 
     def _subject(self, ref: str) -> Subject:
         subject = Subject.objects.filter(ref=ref).first()
@@ -364,6 +374,7 @@ class LedgerEntryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[Ledg
 
     serializer_class = LedgerEntrySerializer
     http_method_names = ["get", "post", "patch", "head", "options"]
+    refusals = dict.fromkeys(("promote", "supersede", "withdraw", "partial_update"), (409, 422))
 
     def get_queryset(self) -> QuerySet[LedgerEntry]:
         return entry_queryset()

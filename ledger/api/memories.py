@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db.models import QuerySet
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
@@ -40,6 +40,9 @@ class NewestFirst(Cursor):
 class HistoryPage(Cursor):
     ordering = ("-history_date", "-history_id")
     page_size = 100
+    # The schema offers page_size on every page of memories; history takes it too.
+    page_size_query_param = "page_size"
+    max_page_size = 200
 
 
 FILTERS = {
@@ -47,6 +50,16 @@ FILTERS = {
     "basis": Memory.Basis.values,
     "status": Memory.Status.values,
 }
+
+
+DECISION = inline_serializer(
+    "WriteDecision",
+    {
+        "outcome": serializers.CharField(),
+        "reason": serializers.CharField(),
+        "restriction": serializers.DictField(required=False),
+    },
+)
 
 
 def check_if_match(request: Request, memory: Memory) -> Response | None:
@@ -69,6 +82,11 @@ class MemoryViewSet(
 ):
     serializer_class = MemorySerializer
     pagination_class = NewestFirst
+    refusals = {
+        "create": (409, 422, 423),
+        "corrections": (409, 412, 422),
+        "retract": (409, 412, 422),
+    }
 
     def get_queryset(self) -> QuerySet[Memory]:
         queryset = Memory.objects.select_related(
@@ -95,7 +113,23 @@ class MemoryViewSet(
         memory = self.get_object()
         return Response(MemorySerializer(memory).data, headers={"ETag": memory.etag})
 
-    @extend_schema(request=MemoryWriteSerializer, responses={201: MemorySerializer})
+    @extend_schema(
+        request=MemoryWriteSerializer,
+        responses={
+            code: inline_serializer(
+                f"MemoryWrite{code}",
+                {
+                    "decision": DECISION,
+                    "memory": MemorySerializer(),
+                    "expires_at_capped": serializers.BooleanField(),
+                    "conflict": ConflictSerializer(allow_null=True),
+                },
+            )
+            for code in (200, 201)
+        },
+        description="The write gate: 201 when a memory is kept (active or pending), 200 when "
+        "the write repeats a memory it merges into; a refusal carries the `decision` too.",
+    )
     def create(self, request: Request) -> Response:
         """The write gate. Every decision, including a refusal, is recorded."""
 
@@ -107,6 +141,9 @@ class MemoryViewSet(
             body: dict[str, Any] = {
                 "decision": {"outcome": result.outcome, "reason": result.reason},
             }
+            if result.code:
+                # What held or refused it, for programs (held_for_review, agent_quarantined).
+                body["decision"]["code"] = result.code
             if result.restriction is not None:
                 # An admin's restriction on this agent decided it: say which, and why.
                 body["decision"]["restriction"] = {
@@ -115,7 +152,9 @@ class MemoryViewSet(
                 }
             if result.refused:
                 body.update(detail=result.reason, code=result.code)
-                return Response(body, status=result.status), None
+                # The refusal quotes the write: an erasure of the subject it named removes it.
+                named = Subject.objects.filter(ref=incoming.validated_data["subject"]).first()
+                return Response(body, status=result.status), named
             # Every outcome but a refusal keeps a memory.
             assert result.memory is not None
             memory = self.get_queryset().get(pk=result.memory.pk)
@@ -140,7 +179,9 @@ class MemoryViewSet(
         )
         return paginator.get_paginated_response(HistoryEntrySerializer(page, many=True).data)
 
-    @extend_schema(request=CorrectionSerializer, responses={201: MemorySerializer})
+    @extend_schema(
+        request=CorrectionSerializer, responses={201: MemorySerializer, 200: MemorySerializer}
+    )
     @action(detail=True, methods=["post"])
     def corrections(self, request: Request, pk: str) -> Response:
         memory = self.get_object()
@@ -161,8 +202,10 @@ class MemoryViewSet(
                 source=source_input(data["source"]) if "source" in data else None,
             )
             new = self.get_queryset().get(pk=new.pk)
+            # 200: no new memory, the words were already another live memory's (merged).
+            code = 201 if new.supersedes_id == memory.pk else 200
             return (
-                Response(MemorySerializer(new).data, status=201, headers={"ETag": new.etag}),
+                Response(MemorySerializer(new).data, status=code, headers={"ETag": new.etag}),
                 memory.subject,
             )
 

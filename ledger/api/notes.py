@@ -18,7 +18,7 @@ from ledger.api.auth import agent_of, own_run
 from ledger.api.fields import StrictCharField, StrictSerializer
 from ledger.api.idempotency import idempotent
 from ledger.api.journal import valid_ref
-from ledger.models import RunNote, Subject
+from ledger.models import Run, RunNote, Subject
 
 NOTE_KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$")
 
@@ -76,6 +76,8 @@ class RunNotesView(APIView):
 
 
 class RunNoteView(APIView):
+    refusals = {"put": (409, 422)}
+
     @extend_schema(request=NoteValueSerializer, responses={200: RunNoteSerializer})
     def put(self, request: Request, ref: str, key: str) -> Response:
         """Write a note, creating the run on first use (201), overwriting the key after (200)."""
@@ -84,7 +86,7 @@ class RunNoteView(APIView):
             return refused
         agent = agent_of(request)
 
-        def write() -> tuple[Response, Subject | None]:
+        def write() -> tuple[Response, Subject | Run | None]:
             incoming = NoteValueSerializer(data=request.data)
             if not incoming.is_valid():
                 return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
@@ -95,8 +97,8 @@ class RunNoteView(APIView):
                 run=run, agent=agent, key=key, value=incoming.validated_data["value"]
             )
             code = status.HTTP_201_CREATED if created else status.HTTP_200_OK
-            # The stored answer names the run's subject, so an erasure removes it too.
-            return Response(RunNoteSerializer(note).data, status=code), run.subject
+            # Filed under the run: an erasure of its subject, now or once it has one, removes it.
+            return Response(RunNoteSerializer(note).data, status=code), run
 
         return idempotent(request, write)
 

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ledger.access import recalls_readable_by
 from ledger.actions.recalls import record_recall
 from ledger.api.auth import agent_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
@@ -78,10 +79,26 @@ class QueryIntegerField(serializers.IntegerField):
 
 
 class RecallParamsSerializer(StrictSerializer):
-    goal = StrictCharField(allow_blank=True, max_length=GOAL_MAX, default="")
-    k = QueryIntegerField(min_value=1, default=DEFAULT_K)
-    run = RefField(required=False)
-    turn = QueryIntegerField(required=False, min_value=0, max_value=TURN_MAX)
+    goal = StrictCharField(
+        allow_blank=True,
+        max_length=GOAL_MAX,
+        default="",
+        help_text=f"What the agent is about to do (≤ {GOAL_MAX} characters).",
+    )
+    # The cap is the admin's, changed at run time: GET /api/v1/tools shows the current one.
+    k = QueryIntegerField(
+        min_value=1,
+        default=DEFAULT_K,
+        help_text=f"How many memories at most: default {DEFAULT_K}, from 1 to the policy's "
+        "recall cap (GET /api/v1/tools gives the current cap as the recall tool's maximum k).",
+    )
+    run = RefField(required=False, help_text="The reading run's reference; started if new.")
+    turn = QueryIntegerField(
+        required=False,
+        min_value=0,
+        max_value=TURN_MAX,
+        help_text="The turn within the run (0 or more).",
+    )
 
     def validate_k(self, value: int) -> int:
         cap = self.context["cap"]
@@ -127,6 +144,10 @@ class ConflictStatementSerializer(serializers.Serializer[Memory]):
 class RecallConflictSerializer(serializers.Serializer[ConflictGroup]):
     id = serializers.IntegerField()
     key = serializers.CharField()
+    possible = serializers.BooleanField(
+        help_text="Found by the statements' words, not a shared slot; the block quotes any "
+        "ledger commitment in it."
+    )
     statements = ConflictStatementSerializer(source="memories", many=True)
 
 
@@ -153,22 +174,7 @@ class SubjectRecallView(APIView):
             "recorded with the exact block served. `Accept: text/plain` or `format=text` "
             "returns the block alone."
         ),
-        parameters=[
-            OpenApiParameter(
-                "goal", str, description=f"What the agent is about to do (≤ {GOAL_MAX} characters)."
-            ),
-            OpenApiParameter(
-                "k",
-                int,
-                description=f"How many memories at most: default {DEFAULT_K}, from 1 to the "
-                "policy's recall cap.",
-            ),
-            OpenApiParameter(
-                "run", str, description="The reading run's reference; started if new."
-            ),
-            OpenApiParameter("turn", int, description="The turn within the run (0 or more)."),
-            OpenApiParameter("format", str, enum=["json", "text"]),
-        ],
+        parameters=[RecallParamsSerializer, OpenApiParameter("format", str, enum=["json", "text"])],
         responses={
             (200, "application/json"): RecallResponseSerializer,
             (200, "text/plain"): OpenApiTypes.STR,
@@ -245,8 +251,9 @@ class NewestRecallFirst(Cursor):
     get=extend_schema(
         operation_id="memories_recalls",
         summary="The recalls that served a memory, newest first",
-        description="Which agents, runs and turns were given this memory, with its position "
-        "and rank in each recall and the exact block served. Cursor-paginated.",
+        description="Which of the calling agent's runs and turns were given this memory, with "
+        "its position and rank in each recall and the exact block served (another agent's "
+        "reads are not shown). Cursor-paginated.",
     )
 )
 class MemoryRecallsView(generics.ListAPIView[Recall]):
@@ -255,4 +262,8 @@ class MemoryRecallsView(generics.ListAPIView[Recall]):
 
     def get_queryset(self) -> QuerySet[Recall]:
         memory = get_object_or_404(Memory, pk=self.kwargs["pk"])
-        return recalls_that_served(memory).select_related("agent", "run", "subject")
+        return (
+            recalls_that_served(memory)
+            .filter(recalls_readable_by(agent_of(self.request)))
+            .select_related("agent", "run", "subject")
+        )

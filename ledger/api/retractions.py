@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, ClassVar
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -31,10 +31,12 @@ from ledger.actors import Actor
 from ledger.api.auth import agent_of
 from ledger.api.fields import StrictBooleanField, StrictCharField, StrictSerializer
 from ledger.api.idempotency import idempotent
+from ledger.api.openapi import exactly
 from ledger.api.serializers import REASON_MAX
 from ledger.models import Memory, RetractionBatch, Subject
 
 OFFSET = re.compile(r"(?:[Zz]|[+-]\d{2}:?\d{2})$")
+SELECTORS = ("source_ref", "run", "agent", "written_after", "written_before")
 
 
 class OffsetDateTimeField(serializers.DateTimeField):
@@ -53,7 +55,7 @@ class RetractionRequestSerializer(StrictSerializer):
     run = StrictCharField(required=False, max_length=100)
     agent = StrictCharField(required=False, max_length=100)
     written_after = OffsetDateTimeField(required=False)
-    written_before = OffsetDateTimeField(required=False)
+    written_before = OffsetDateTimeField(required=False, help_text="Later than written_after.")
     reason = StrictCharField(required=False, max_length=REASON_MAX, multiline=True)
     dry_run = StrictBooleanField(required=False, default=False)
     expected = serializers.IntegerField(
@@ -62,6 +64,20 @@ class RetractionRequestSerializer(StrictSerializer):
         help_text="The count the dry run showed: a selection that matches another number "
         "now is refused (409 selection_changed) instead of taking what nobody previewed.",
     )
+
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "allOf": [
+            # A reason, unless it is only a dry run.
+            {
+                "anyOf": [
+                    {"required": ["dry_run"], "properties": {"dry_run": exactly(True)}},
+                    {"required": ["reason"]},
+                ]
+            },
+            # Something to select by: retracting every memory is never what anyone meant.
+            {"anyOf": [{"required": [name]} for name in SELECTORS]},
+        ]
+    }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if not attrs.get("dry_run") and not attrs.get("reason", "").strip():
@@ -161,6 +177,8 @@ class StaffOnly(APIView):
 
 
 class RetractionsView(StaffOnly):
+    refusals = {"post": (409, 422)}
+
     @extend_schema(
         request=RetractionRequestSerializer,
         responses={200: PreviewSerializer, 201: BatchSerializer},
@@ -196,6 +214,8 @@ class RetractionView(StaffOnly):
 
 
 class RetractionUndoView(StaffOnly):
+    refusals = {"post": (409, 422)}
+
     @extend_schema(request=UndoRequestSerializer, responses={200: UndoReportSerializer})
     def post(self, request: Request, pk: str) -> Response:
         """Undo a batch as one: memories still as it left them come back; the ones changed

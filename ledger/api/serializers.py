@@ -5,7 +5,7 @@ Input serializers never save: the API view hands their data to a write function.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from django.db.models import Count
 from rest_framework import serializers
@@ -21,6 +21,7 @@ from ledger.api.fields import (
     StrictIntegerField,
     StrictSerializer,
 )
+from ledger.api.openapi import exactly
 from ledger.models import Agent, Conflict, Memory, Run, Source, Subject
 from ledger.policy import KEY_PATTERN
 
@@ -58,6 +59,8 @@ class StatementField(StrictCharField):
 
 
 class SlotKeyField(StrictCharField):
+    pattern = KEY_PATTERN
+
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(max_length=100, **kwargs)
 
@@ -82,6 +85,22 @@ class MemoryWriteSerializer(StrictSerializer):
     source = SourceInputSerializer()  # type: ignore[assignment]
     expires_at = FutureDateTimeField(required=False, allow_null=True)
     permanent = StrictBooleanField(required=False, default=False)
+
+    schema_rules: ClassVar[dict[str, Any]] = {
+        "anyOf": [
+            # Not permanent: a time, or the policy's default when left out.
+            {"properties": {"permanent": exactly(False), "expires_at": {"type": "string"}}},
+            # Permanent: only what the person stated, and with no expiry.
+            {
+                "required": ["permanent"],
+                "properties": {
+                    "permanent": exactly(True),
+                    "basis": exactly(Memory.Basis.STATED.value),
+                    "expires_at": exactly(None),
+                },
+            },
+        ]
+    }
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         permanent = attrs.get("permanent", False)
@@ -128,7 +147,7 @@ class RetractSerializer(StrictSerializer):
 
 
 class SourceSerializer(serializers.ModelSerializer[Source]):
-    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True, allow_null=True)
 
     class Meta:
         model = Source
@@ -137,10 +156,10 @@ class SourceSerializer(serializers.ModelSerializer[Source]):
 
 class MemorySerializer(serializers.ModelSerializer[Memory]):
     subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
-    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
-    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True, allow_null=True)
+    agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True, allow_null=True)
     sources = SourceSerializer(many=True, read_only=True)
-    supersedes = serializers.PrimaryKeyRelatedField[Memory](read_only=True)
+    supersedes = serializers.PrimaryKeyRelatedField[Memory](read_only=True, allow_null=True)
     superseded_by = serializers.SerializerMethodField()
     open_conflicts = serializers.SerializerMethodField()
 
@@ -191,7 +210,16 @@ class ConflictSerializer(serializers.ModelSerializer[Conflict]):
 
     class Meta:
         model = Conflict
-        fields = ["id", "subject", "key", "status", "opened_at", "resolved_at", "statements"]
+        fields = [
+            "id",
+            "subject",
+            "key",
+            "possible",
+            "status",
+            "opened_at",
+            "resolved_at",
+            "statements",
+        ]
 
     def get_statements(self, conflict: Conflict) -> list[dict[str, Any]]:
         return [

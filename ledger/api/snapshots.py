@@ -11,7 +11,7 @@ what the compaction would have lost.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_field
 from rest_framework import serializers, status
@@ -72,6 +72,8 @@ class StateDocumentField(serializers.Field[dict[str, Any], Any, Any, Any]):
 
 
 class BudgetSerializer(StrictSerializer):
+    schema_rules: ClassVar[dict[str, Any]] = {"minProperties": 1}
+
     system_prompt = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
     tool_definitions = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
     goal = StrictIntegerField(required=False, min_value=0, max_value=TOKENS_MAX)
@@ -90,7 +92,7 @@ class BudgetSerializer(StrictSerializer):
 
 class SnapshotWriteSerializer(StrictSerializer):
     generation = StrictIntegerField(required=False, min_value=1, max_value=1_000_000)
-    subject = RefField(required=False)
+    subject = RefField(required=False, help_text="The reference of a subject that exists.")
     document = StateDocumentField()
     pinned = serializers.ListField(
         child=StrictCharField(max_length=1000, trim_whitespace=False),
@@ -184,6 +186,10 @@ def _not_found(detail: str = "No run with this reference.", code: str = "not_fou
 
 
 class RunSnapshotsView(APIView):
+    # GET pages with it; declared here so the schema documents the page, not a bare list.
+    pagination_class = ByGeneration
+    refusals = {"post": (409, 422)}
+
     @extend_schema(
         operation_id="runs_snapshots_list",
         responses={200: SnapshotSummarySerializer(many=True)},
@@ -193,7 +199,7 @@ class RunSnapshotsView(APIView):
         run: Run | None = Run.objects.of_agent(agent_of(request)).filter(ref=ref).first()
         if run is None:
             return _not_found()
-        paginator = ByGeneration()
+        paginator = self.pagination_class()
         page = paginator.paginate_queryset(
             run.snapshots.select_related("run", "agent"), request, view=self
         )

@@ -10,12 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.db.models import Prefetch
 from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actors import Actor
 from ledger.choices import CORRECTIONS
-from ledger.models import Conflict, Memory, Policy, RecallItem, Subject
+from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Subject
 from ledger.views.presenting import day, expiring_soon_days, origin, said_label
 
 
@@ -89,8 +90,8 @@ class CardContext:
 
     own: bool
     viewer_label: str
-    # Memory id → its open conflict.
-    open_conflicts: dict[str, int]
+    # Memory id → its open conflict, and whether that conflict is only possible.
+    open_conflicts: dict[str, tuple[int, bool]]
     # Correction id → who wrote it (its first history row's actor).
     corrected_by: dict[str, str]
     # Memory id → the conversations that were given it (memories never recalled are absent).
@@ -139,17 +140,26 @@ class CardContext:
 
 
 def open_conflicts(subject: Subject) -> list[Conflict]:
-    """The subject's open conflicts, with every contender and its sources prefetched."""
+    """The subject's open conflicts, with every contender and its sources prefetched, and
+    a possible conflict's commitment as ``commitment_in_force`` (None once it is not)."""
     return list(
         Conflict.objects.open()
         .filter(subject=subject)
-        .prefetch_related("memories__sources__run", "memories__subject")
+        .order_by("possible", "opened_at", "id")
+        .prefetch_related(
+            "memories__sources__run",
+            "memories__subject",
+            Prefetch(
+                "commitment", queryset=LedgerEntry.objects.in_force(), to_attr="commitment_in_force"
+            ),
+        )
     )
 
 
-def conflict_map(conflicts: Iterable[Conflict]) -> dict[str, int]:
+def conflict_map(conflicts: Iterable[Conflict]) -> dict[str, tuple[int, bool]]:
+    """Memory id → its open conflict's id, and whether that conflict is only possible."""
     return {
-        str(m.pk): c.pk
+        str(m.pk): (c.pk, c.possible)
         for c in conflicts
         for m in c.memories.all()
         if m.status == Memory.Status.ACTIVE
@@ -174,9 +184,9 @@ def card_for(memory: Memory, context: CardContext) -> Card:
     badges: list[tuple[str, str]] = []
     if memory.status == Memory.Status.PENDING:
         badges.append(("pending", "waiting for confirmation"))
-    conflict_id = context.open_conflicts.get(str(memory.pk))
+    conflict_id, possible = context.open_conflicts.get(str(memory.pk), (None, False))
     if conflict_id is not None:
-        badges.append(("conflict", "conflicting"))
+        badges.append(("conflict", "possible conflict" if possible else "conflicting"))
     if expired:
         badges.append(("expired", f"expired on {day(memory.expires_at or now)}"))
     elif memory.expires_at is not None and memory.expires_at <= now + timedelta(

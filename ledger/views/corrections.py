@@ -375,6 +375,8 @@ BLANKED = (
     ("run_notes", "run note", "run notes"),
     ("recalls", "recorded recall", "recorded recalls"),
     ("snapshots", "compaction snapshot", "compaction snapshots"),
+    ("conflicts", "conflict", "conflicts"),
+    ("write_decisions", "write decision’s reason", "write decisions’ reasons"),
     ("history_rows", "earlier version in the history", "earlier versions in the history"),
     ("stored_responses", "stored API response (deleted)", "stored API responses (deleted)"),
 )

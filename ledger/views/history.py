@@ -62,6 +62,7 @@ HOLDS: dict[str, tuple[str, str]] = {
         "the agent is not trusted for what people said",
         "This agent is not trusted for what people said: ",
     ),
+    policy.HELD_FOR_REVIEW: ("its words need a person's review", "Held for a person's review: "),
 }
 # The openings of the gate's reasons that repeat the outcome's title.
 ACCEPTED_OPENING = "Accepted: "
@@ -218,7 +219,7 @@ def _conflicts(chain: list[Memory]) -> list[Conflict]:
     return list(
         Conflict.objects.filter(Q(memories__in=ids) | Q(kept__in=ids))
         .distinct()
-        .select_related("kept")
+        .select_related("kept", "commitment")
         .prefetch_related("memories")
         .order_by("opened_at", "pk")
     )

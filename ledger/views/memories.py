@@ -22,9 +22,10 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from ledger import access, policy
-from ledger.actions.conflicts import resolve_conflict
+from ledger.actions.conflicts import dismiss_conflict, keep_commitment, resolve_conflict
 from ledger.actions.lifecycle import (
     confirm_memory,
     correct_memory,
@@ -34,7 +35,7 @@ from ledger.actions.lifecycle import (
     withhold_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, Memory, Policy, Subject
+from ledger.models import Conflict, LedgerEntry, Memory, Policy, Subject
 from ledger.views.cards import Card, CardContext, card_for, conversations_of, open_conflicts
 from ledger.views.forms import (
     BASIS_FILTERS,
@@ -47,8 +48,15 @@ from ledger.views.http import SignedInRequest
 from ledger.views.presenting import KIND_TITLES, Names, day, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
+# The value of "keep" that keeps a possible conflict's ledger commitment.
+KEEP_COMMITMENT = "commitment"
 # Support sees the latest runs about a person; older ones are reached through the ledger.
 RUNS_SHOWN = 20
+# A correction to words another memory already says keeps that one (``correct_memory``).
+MERGED_NOTE = (
+    "Saved. Another memory already said this, so it is the one kept; the memory you "
+    "corrected stays in its history."
+)
 
 
 @dataclass
@@ -56,6 +64,15 @@ class ConflictView:
     conflict: Conflict
     cards: list[Card]
     error: str = ""
+
+    @property
+    def commitment(self) -> LedgerEntry | None:
+        """A possible conflict's ledger commitment, while it is in force."""
+        return getattr(self.conflict, "commitment_in_force", None)
+
+    @property
+    def sides(self) -> int:
+        return len(self.cards) + (self.commitment is not None)
 
 
 @dataclass
@@ -131,7 +148,7 @@ def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -
         "statuses": STATUS_FILTERS,
         "questions": [c for c in cards if c.memory.status == Memory.Status.PENDING],
         "groups": [g for g in groups if g.cards],
-        "conflicts": [v for v in conflict_views if len(v.cards) > 1],
+        "conflicts": [v for v in conflict_views if v.sides > 1],
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
         "in_use": Memory.objects.for_subject(subject).servable().exists(),
         "erasures": [(e, names.who(e.erased_by)) for e in erasures],
@@ -274,6 +291,11 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     except policy.Refusal as refusal:
         form.add_error(None, refusal.detail)
         return _refused_edit(request, memory, form, status=refusal.status)
+    if new.supersedes_id != memory.pk:
+        # Merged into the memory that already says it: its card is elsewhere on the page.
+        messages.success(request, MERGED_NOTE)
+        target = subject_url(new.subject, f"memory-{new.pk}")
+        return HttpResponseClientRedirect(target) if request.htmx else HttpResponseRedirect(target)
     if not request.htmx:
         messages.success(request, "Saved. The earlier version stays in the memory's history.")
         return HttpResponseRedirect(subject_url(new.subject, f"memory-{new.pk}"))
@@ -385,6 +407,7 @@ def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     answer = request.POST.get("answer", "")
     actor = Actor.for_user(request.user)
     own = is_own(request, memory.subject)
+    held = policy.held_for_review(status=memory.status, statement=memory.statement)
     try:
         if answer not in ("yes", "no"):
             raise policy.Refusal("answer_required", "Answer yes or no.", 400)
@@ -397,14 +420,25 @@ def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
             retract_memory(
                 memory=memory,
                 actor=actor,
-                reason="The person said the guess is wrong." if own else reason,
+                reason=(
+                    reason
+                    if not own
+                    else "The person deleted a write held for review."
+                    if held
+                    else "The person said the guess is wrong."
+                ),
             )
     except policy.Refusal as refusal:
         return _refused(request, memory, "question", refusal)
     memory.refresh_from_db()
     if not request.htmx:
         messages.success(
-            request, "Thanks: confirmed." if answer == "yes" else "Deleted: it was a wrong guess."
+            request,
+            "Thanks: confirmed."
+            if answer == "yes"
+            else "Deleted."
+            if held
+            else "Deleted: it was a wrong guess.",
         )
         return HttpResponseRedirect(subject_url(memory.subject))
     if answer == "no":
@@ -499,6 +533,8 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
     subject = conflict.subject
     keep_id = request.POST.get("keep", "")
     keep = None
+    if keep_id == KEEP_COMMITMENT:
+        return _keep_commitment(request, conflict)
     if keep_id:
         keep = conflict.memories.filter(pk=keep_id).first() if _is_uuid(keep_id) else None
         if keep is None:
@@ -527,10 +563,46 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
         if kept.withheld
         else f"Resolved. The assistant now remembers: “{kept.statement}”"
     )
+    return _conflict_settled(request, conflict, note)
+
+
+def _keep_commitment(request: SignedInRequest, conflict: Conflict) -> HttpResponse:
+    try:
+        commitment = keep_commitment(
+            conflict=conflict,
+            actor=Actor.for_user(request.user),
+            reason=given_reason(request, conflict.subject),
+        )
+    except policy.Refusal as refusal:
+        return _conflict_refused(request, conflict, refusal.detail, refusal.status)
+    return _conflict_settled(
+        request, conflict, f"Resolved. The commitment stands: “{commitment.fact}”"
+    )
+
+
+@login_required
+@require_POST
+def conflict_dismiss(request: SignedInRequest, pk: int) -> HttpResponse:
+    """Say a possible conflict is not one: both statements stay as they are."""
+    conflict = get_object_or_404(
+        Conflict.objects.visible_to(request.user).select_related("subject"), pk=pk
+    )
+    try:
+        dismiss_conflict(
+            conflict=conflict,
+            actor=Actor.for_user(request.user),
+            reason=given_reason(request, conflict.subject),
+        )
+    except policy.Refusal as refusal:
+        return _conflict_refused(request, conflict, refusal.detail, refusal.status)
+    return _conflict_settled(request, conflict, "Not a conflict: both statements are kept.")
+
+
+def _conflict_settled(request: SignedInRequest, conflict: Conflict, note: str) -> HttpResponse:
     if not request.htmx:
         messages.success(request, note)
-        return HttpResponseRedirect(subject_url(subject))
-    context = page_context(request, subject, Filters.from_data(request.POST))
+        return HttpResponseRedirect(subject_url(conflict.subject))
+    context = page_context(request, conflict.subject, Filters.from_data(request.POST))
     context["results_note"] = note
     return render(request, f"{TEMPLATE}#results", context)
 
@@ -544,15 +616,15 @@ def _conflict_refused(
     contenders = list(
         conflict.memories.filter(status=Memory.Status.ACTIVE).prefetch_related("sources__run")
     )
+    conflicts = open_conflicts(conflict.subject)
     context = CardContext.load(
-        viewer=request.user,
-        subject=conflict.subject,
-        memories=contenders,
-        conflicts=open_conflicts(conflict.subject),
+        viewer=request.user, subject=conflict.subject, memories=contenders, conflicts=conflicts
     )
     own = context.own
+    # The open one as the page shows it, with its commitment; as it is if it has closed.
+    shown = next((c for c in conflicts if c.pk == conflict.pk), conflict)
     view = ConflictView(
-        conflict=conflict, cards=[card_for(m, context) for m in contenders], error=detail
+        conflict=shown, cards=[card_for(m, context) for m in contenders], error=detail
     )
     return render(
         request,

@@ -1,5 +1,7 @@
 """The admin's People page: who signs in, in what role, owning which subjects; and on each
 person's page their changes: role, subjects, access, a set-password link, and their history.
+A sign-in lockout (a person's, or an address's on the list) is shown in words and lifted
+with a reason, as the other changes are.
 
 Admins only (anyone else gets a 404). Every change is a plain form posted to its own
 address with a reason; a change made answers with the person page (redirected to), a
@@ -26,14 +28,15 @@ from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ledger import access, policy
+from ledger import access, lockouts, policy
 from ledger.access import Role
+from ledger.actions import lockouts as lockout_actions
 from ledger.actions import people as actions
 from ledger.actions.people import ACTIVE, DISABLED, ROLE_WORDS, Field
 from ledger.actors import Actor
 from ledger.api.fields import REF_HELP, REF_PATTERN
 from ledger.choices import ActorRole
-from ledger.models import PersonChange, Subject
+from ledger.models import LockoutLift, PersonChange, Subject
 from ledger.policy import PersonMove
 from ledger.views.http import SignedInRequest, admin_only
 from ledger.views.presenting import Names
@@ -198,6 +201,17 @@ class ReasonOnlyForm(forms.Form):
     reason = _reason()
 
 
+class AddressLiftForm(forms.Form):
+    address = forms.GenericIPAddressField(
+        widget=forms.HiddenInput,
+        error_messages={
+            "required": "Say which address to lift the lockout of.",
+            "invalid": "That is not an address (like 203.0.113.7 or 2001:db8::7).",
+        },
+    )
+    reason = _reason()
+
+
 def _unknown(data: QueryDict, form: type[forms.Form] | Iterable[str]) -> list[str]:
     allowed = set(form.base_fields if isinstance(form, type) else form) | FORM_EXTRAS
     return sorted(name[:50] for name in data if name not in allowed)
@@ -225,6 +239,19 @@ def people(request: SignedInRequest) -> HttpResponse:
     if role and role not in actions.ROLES:
         context["error"] = f"'{role[:50]}' is not a role: choose end user, support or admin."
         return render(request, LIST_TEMPLATE, context, status=400)
+    return _people_response(request, role=role, after=after)
+
+
+def _people_response(
+    request: SignedInRequest,
+    *,
+    role: str = "",
+    after: str = "",
+    address_form: AddressLiftForm | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    context: dict[str, Any] = {"role": role, "roles": ROLE_WORDS.items(), "error": error}
     listed = _with_last_link(User.objects.all()).annotate(owned=Count("subjects"))
     listed = listed.order_by("username")
     if role:
@@ -242,17 +269,50 @@ def people(request: SignedInRequest) -> HttpResponse:
         )[: PEOPLE_SHOWN + 1]
     )
     shown = page[:PEOPLE_SHOWN]
+    locked = lockouts.of_usernames(person.username for person in shown)
     context["rows"] = [
         (
             person,
             role_words(person),
             person.owned - len(person.named_subjects),
             _password_state(person),
+            locked.get(person.username),
         )
         for person in shown
     ]
     context["next"] = shown[-1].username if len(page) > PEOPLE_SHOWN else ""
-    return render(request, LIST_TEMPLATE, context)
+    # The whole list's, on every page of it and whatever role it is narrowed to.
+    context["locked_addresses"] = lockouts.of_addresses()
+    context["address_form"] = address_form or AddressLiftForm(auto_id="address_form_%s")
+    return render(request, LIST_TEMPLATE, context, status=status)
+
+
+@admin_only
+@require_POST
+def address_lift_lockout(request: SignedInRequest) -> HttpResponse:
+    """Sign-ins from a locked-out address are tried again at once; answers with the
+    People page (redirected to), or a refusal on it."""
+    form = AddressLiftForm(request.POST, auto_id="address_form_%s")
+    unknown = _unknown(request.POST, AddressLiftForm)
+    if unknown:
+        error = f"Unknown field: {', '.join(unknown)}. Nothing was lifted."
+        return _people_response(request, error=error, status=400)
+    if not form.is_valid():
+        # An address the page did not list has no form to show its error beside.
+        error = " ".join(str(problem) for problem in form["address"].errors)
+        return _people_response(request, address_form=form, error=error, status=400)
+    address = form.cleaned_data["address"]
+    try:
+        lockout_actions.lift_address_lockout(
+            address, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
+        )
+    except policy.Refusal as refusal:
+        error = _place(form, refusal)
+        return _people_response(request, address_form=form, error=error, status=refusal.status)
+    messages.success(
+        request, f"The lockout of {address} is lifted: sign-ins from it are tried again."
+    )
+    return HttpResponseRedirect(reverse("people"))
 
 
 @admin_only
@@ -383,6 +443,16 @@ def person_password_link(request: SignedInRequest, username: str) -> HttpRespons
     return _change(request, username, ReasonOnlyForm, "password_link_form", apply)
 
 
+@admin_only
+@require_POST
+def person_lift_lockout(request: SignedInRequest, username: str) -> HttpResponse:
+    def apply(person: User, actor: Actor, data: dict[str, Any]) -> str:
+        lockout_actions.lift_person_lockout(person, actor=actor, reason=data["reason"])
+        return f"{person.username}'s sign-in lockout is lifted: they can sign in at once."
+
+    return _change(request, username, ReasonOnlyForm, "lockout_form", apply)
+
+
 def _change(
     request: SignedInRequest,
     username: str,
@@ -485,7 +555,7 @@ def _history(viewer: User, person: User) -> list[HistoryRow]:
     rows = PersonChange.objects.filter(username=person.get_username()).order_by(
         "-changed_at", "-id"
     )
-    return [
+    changes = [
         HistoryRow(
             at=row.changed_at,
             who=names.who(row.actor),
@@ -497,6 +567,22 @@ def _history(viewer: User, person: User) -> list[HistoryRow]:
         )
         for row in rows[:HISTORY_SHOWN]
     ]
+    # A lifted lockout is not a change to the person, but their history says it.
+    lifts = LockoutLift.objects.filter(username=person.get_username())
+    changes.extend(
+        HistoryRow(
+            at=lift.lifted_at,
+            who=names.who(lift.actor),
+            role=ACTOR_ROLES.get(lift.actor_role, lift.actor_role),
+            what="Sign-in lockout",
+            before=lockouts.Lockout(lift.username, "", lift.failures, lift.locked_until).words,
+            after="lifted",
+            why=lift.reason,
+        )
+        for lift in lifts.order_by("-lifted_at", "-id")[:HISTORY_SHOWN]
+    )
+    changes.sort(key=lambda row: row.at, reverse=True)
+    return changes[:HISTORY_SHOWN]
 
 
 def _person_response(
@@ -522,6 +608,7 @@ def _person_response(
         "subjects": list(subjects[:SUBJECTS_SHOWN]),
         "subject_count": subjects.count(),
         "history": _history(request.user, person),
+        "lockout": lockouts.of_usernames([person.get_username()]).get(person.get_username()),
         "history_shown": HISTORY_SHOWN,
         "error": error,
         "role_form": RoleForm(auto_id="role_form_%s", initial={"role": role}),
@@ -529,6 +616,7 @@ def _person_response(
         "unlink_form": UnlinkForm(auto_id="unlink_form_%s"),
         "access_form": ReasonOnlyForm(auto_id="access_form_%s"),
         "password_link_form": ReasonOnlyForm(auto_id="password_link_form_%s"),
+        "lockout_form": ReasonOnlyForm(auto_id="lockout_form_%s"),
     }
     context.update(bound or {})
     return render(request, PERSON_TEMPLATE, context, status=status)

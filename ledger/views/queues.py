@@ -31,7 +31,7 @@ PAGE_SIZE = 50
 class Queue:
     name: str
     title: str
-    # What the count means, to follow the number: "1 conflicting slot", "3 conflicting slots".
+    # What the count means, to follow the number: "1 guess waiting", "3 guesses waiting".
     one: str
     counted: str
     empty: str
@@ -49,8 +49,8 @@ QUEUES = {
         Queue(
             "conflicts",
             "Conflicts to resolve",
-            "conflicting slot",
-            "conflicting slots",
+            "conflict to resolve",
+            "conflicts to resolve",
             "No open conflicts.",
             "opened_at",
         ),
@@ -86,7 +86,12 @@ def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
     """What is waiting in the queue ``name`` at ``now``, with what its rows show."""
     match name:
         case "conflicts":
-            return Conflict.objects.open().select_related("subject")
+            # A possible conflict shows its two statements: they are why it is queued.
+            return (
+                Conflict.objects.open()
+                .select_related("subject", "commitment")
+                .prefetch_related("memories")
+            )
         case "pending":
             return Memory.objects.pending().select_related("subject", "agent")
         case "review":

@@ -1,5 +1,6 @@
 """A person's reminders: what is due for review or about to expire, and marking them read."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -25,6 +26,7 @@ def reminders(request: SignedInRequest) -> HttpResponse:
         {
             "mine": [r for r in rows if r.audience == Reminder.Audience.OWNER],
             "queue": [r for r in rows if r.audience == Reminder.Audience.SUPPORT],
+            "emailed": settings.MEMORYADMIN_EMAIL,
         },
     )
 

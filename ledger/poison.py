@@ -1,0 +1,365 @@
+"""Whether a memory's text is unsafe to hand an assistant: pure, deterministic rules.
+
+A memory is pasted into prompts on every later run, so a write whose text speaks to the
+model, carries a link or markup, or holds a secret is held for a person instead of served.
+Each rule has a category; ``finding`` returns the first one that matches, in words a
+person reads on the review queue. Memories are third-person claims about a person
+("Prefers email"), which is what lets the instruction rules stay narrow.
+
+Decided here: an e-mail address is not a link (a contact detail; the e-mail key belongs to
+another system of record anyway); a bare domain with a common top-level domain is (renderers
+turn it into one). Times, prices, dates, phone and order numbers are none of these: a long
+digit run is a card number only when it passes the Luhn check.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+
+
+class Category(StrEnum):
+    INSTRUCTION = "instruction"
+    ROLE_PLAY = "role_play"
+    URL = "url"
+    MARKUP = "markup"
+    CREDENTIAL = "credential"
+
+
+_OPENINGS = {
+    Category.INSTRUCTION: "It looks like an instruction to the assistant",
+    Category.ROLE_PLAY: "It asks the assistant to play a role",
+    Category.URL: "It carries a link",
+    Category.MARKUP: "It carries markup",
+    Category.CREDENTIAL: "It looks like a credential",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    category: Category
+    # What matched, as shown to people: quoted text, or for a secret only what kind it is.
+    evidence: str
+
+    @property
+    def message(self) -> str:
+        return f"{_OPENINGS[self.category]} ({self.evidence})."
+
+
+# Cyrillic and Greek letters drawn like Latin ones, so "іgnоre" reads as "ignore".
+_LOOKALIKES = str.maketrans(
+    "аеорсухіјѕԁһӏԛԝАЕОРСУХІЈЅВМНКТαεοριυνκτχΑΕΟΡΙΥΝΚΤΧΒΜΗΖ",
+    "aeopcyxijsdhlqwAEOPCYXIJSBMHKTaeopiuvktxAEOPIYNKTXBMHZ",
+)
+_SPACED_LETTERS = re.compile(r"\b(?:[A-Za-z][ .\-_]){3,}[A-Za-z]\b")
+
+
+def _plain(text: str) -> str:
+    """The text as a model would read it: compatibility forms folded (full-width and
+    mathematical letters), look-alike letters mapped, spaced-out letters ("i g n o r e")
+    joined, separators between words made spaces, and case folded."""
+    text = unicodedata.normalize("NFKC", text).translate(_LOOKALIKES)
+    text = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ .\-_]", "", m.group()), text)
+    text = re.sub(r"[_*~]+", " ", text)
+    return " ".join(text.casefold().split())
+
+
+# Words a rule may put between two others ("ignore all of the previous instructions").
+_FEW = r"(?:[\w'’]+\W+){0,4}?"
+_TARGETS = (
+    r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guardrails|"
+    r"programming|context|constraints|restrictions|safety|filters?|polic(?:y|ies)|orders)"
+)
+
+_INSTRUCTION = [
+    re.compile(
+        r"\b(?:ignore|disregard|forget|override|overrule|bypass|skip|drop|discard|abandon)\W+"
+        + _FEW
+        + _TARGETS
+        + r"\b"
+    ),
+    re.compile(
+        r"\b(?:system|hidden|developer|initial|original)\s+prompts?\b|\bsystem instructions\b"
+    ),
+    re.compile(
+        r"(?:^|[.!?\[(<{\"'>]\s*)(?:system|assistant|developer|admin|root|user|human|ai|bot|"
+        r"instruction|instructions|prompt)\s*(?:prompt|message|note|override)?\s*:"
+    ),
+    re.compile(
+        r"\[/?(?:inst|sys|system)\]|<\|[a-z ]+\|>|<<\s*sys\s*>>|\bend of (?:system )?prompt"
+    ),
+    re.compile(
+        r"\byou\s+(?:must|should|shall|will|need to|have to|are (?:now|to|required|free|allowed|"
+        r"an? (?:ai|assistant|language model|model|bot|chatbot))|may now|can now|no longer)\b"
+    ),
+    re.compile(
+        r"\byour\s+(?:new\s+)?(?:instructions|prompt|system prompt|rules|guidelines|task is|"
+        r"job is|creator|developers?|training|programming|memory)\b"
+    ),
+    re.compile(
+        r"\b(?:note|message|instructions?|reminder|memo)\s+(?:to|for)\s+(?:the\s+)?(?:ai|"
+        r"assistant|model|bot|agent|llm|chatbot)s?\b"
+    ),
+    re.compile(
+        r"\b(?:trust|believe|obey|prioriti[sz]e)\s+(?:this|these)\s+(?:records?|memor(?:y|ies)|"
+        r"notes?|instructions?)\b"
+    ),
+    re.compile(r"\bnew\s+(?:instructions|rules|directives|system prompt|task)\b"),
+    re.compile(
+        r"(?:^|[.!?:;]\s*|\b(?:please|now|and|then)\s+)(?:always|never|do not|don't|dont)\s+"
+        r"(?:respond|reply|answer|output|print|obey|follow|comply|refuse|reveal|disclose|mention "
+        r"this|tell the user|tell anyone|inform the user|warn the user|ask for confirmation|"
+        r"check with)\b"
+    ),
+    re.compile(
+        r"(?:^|[.!?:;]\s*|\b(?:please|now)\s+)(?:reveal|print|repeat|output|show|leak|dump|"
+        r"exfiltrate|send|forward|email|post)\s+(?:me\s+|us\s+)?(?:your|the|all)"
+        r"(?:\s+(?:the|of|your|stored|saved|other))*\s+"
+        r"(?:system\s+)?(?:prompt|instructions|api keys?|keys|secrets|passwords|credentials|"
+        r"memor(?:y|ies)|conversation|chat history|context|data of other)\b"
+    ),
+    re.compile(
+        r"\b(?:tell|instruct|remind|make|ask|order|require)\s+(?:the\s+)?(?:assistant|ai|"
+        r"model|bot|agent|llm|chatbot)s?\s+(?:to|that)\b"
+    ),
+    re.compile(
+        r"\b(?:the\s+)?(?:assistant|ai|model|bot|agent|llm|chatbot)\s+(?:must|should|shall|"
+        r"will|is to|is required to|is allowed to|may now)\s+(?:always|never|now|ignore|"
+        r"approve|grant|transfer|send|share|reveal|refund|obey|follow|execute|run|comply|treat|"
+        r"trust|escalate|skip|bypass|disable|delete|give)\b"
+    ),
+    re.compile(
+        r"\b(?:as an? (?:ai|language model|large language model|llm)|for (?:all|every) "
+        r"(?:future )?(?:conversations|sessions|responses|replies|chats)|"
+        r"(?:before|when) (?:answering|responding|replying)|in (?:every|each|all) "
+        r"(?:response|reply|answer)s?|do anything now|jailbr(?:eak|oken)|prompt injection|"
+        r"(?:developer|god|admin|debug|unrestricted|dan) mode|(?:no|without) (?:filters|"
+        r"guardrails)|override (?:code|mode|protocol)|(?:admin|root|sudo) "
+        r"(?:access|privileges|rights) (?:granted|enabled)|execute the following|run the "
+        r"following|the following (?:command|instructions|code))\b"
+    ),
+]
+
+_ROLE_PLAY = [
+    re.compile(
+        r"\b(?:pretend|imagine|suppose)\s+(?:to be|you are|you're|that you|youre|to act|"
+        r"you have|there are no)\b"
+    ),
+    re.compile(r"\brole[\s\-]*play(?:ing|s)?\b|\bplay(?:ing)? the (?:role|part) of\b"),
+    re.compile(
+        r"(?:^|[.!?:;]\s*|\b(?:you|please|now|and|then|always)\s+)"
+        r"(?:act|behave|respond|answer|reply|speak|talk|write)\s+(?:as|like)\s+(?:if|though|"
+        r"an?\b|the\b|my\b|your\b|dan\b|someone|somebody|a character)"
+    ),
+    re.compile(
+        r"\b(?:you are|you're|youre|from now on you are)\s+(?:now\s+)?(?:dan|an? (?:unfiltered|"
+        r"unrestricted|evil|new|different|rogue|hacked)|no longer|free|my)\b"
+    ),
+    re.compile(r"\b(?:stay|remain|break|staying) (?:in|out of) character\b|\bin character as\b"),
+    re.compile(r"\b(?:simulate|emulate)\s+(?:an?|the|being)\s+"),
+    re.compile(r"\bfrom now on,?\s+(?:you|act|behave|respond|reply|answer|call yourself|be)\b"),
+    re.compile(r"\b(?:assume|adopt|take on)\s+(?:the|a|an)\s+(?:persona|identity|character)\b"),
+]
+
+_TLDS = (
+    r"com|net|org|io|ai|co|uk|de|fr|nl|xyz|ru|cn|info|biz|app|dev|me|ly|gg|tk|top|site|"
+    r"online|link|click|sh|to|cc|su|ws|zip|mov|page|live|icu|tech|store|shop"
+)
+_URL = [
+    re.compile(r"\b(?:h[xt]{2}ps?|ftp|sftp|file|wss?)\s*(?::|\[:\])\s*//", re.I),
+    re.compile(r"\b(?:javascript|vbscript|mailto)\s*:|\bdata:[a-z]+/[a-z]", re.I),
+    re.compile(r"\bwww\s*\.\s*[a-z0-9-]", re.I),
+    re.compile(
+        r"(?<![@\w.\-])(?:[a-z0-9](?:[a-z0-9\-]{0,61}[a-z0-9])?(?:\.|\s*(?:\[\.\]|\(\.\)|"
+        r"\[dot\]|\(dot\))\s*))+(?:" + _TLDS + r")\b(?![@\-])(?:\.(?=\s|$)|[/:?#]|(?!\.\w))",
+        re.I,
+    ),
+    re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+|/)"),
+]
+
+_MARKUP = [
+    # A tag: bare (<b>, </p>), with an attribute (<a href=…>), or one that runs or loads.
+    re.compile(
+        r"</?[a-z][a-z0-9\-]*\s*/?>|<[a-z][a-z0-9\-]*\s[^<>]*=[^<>]*>|<(?:script|iframe|img|svg|"
+        r"object|embed|style|link|meta|form|input|body|html)\b[^<>]*>|<!--|<!\[cdata\[|<\?",
+        re.I,
+    ),
+    re.compile(r"!?\[[^\]\n]*\]\([^)\s]*\)|!?\[[^\]\n]+\]\[[^\]\n]*\]"),
+    re.compile(r"```|~~~|`[^`\n]+`"),
+    re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\$\{[^}]*\}|<%.*?%>|#\{[^}]*\}|\{\{|\}\}"),
+    re.compile(r"^\s*#{1,6}\s+\S+|(?:^|\s)(?:-{3,}|={3,})(?:\s|$)"),
+    re.compile(r"&(?:#x?[0-9a-f]+|lt|gt|quot|amp|nbsp);", re.I),
+]
+
+_KEY_FORMATS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"-----\s*BEGIN [A-Z0-9 ]*(?:PRIVATE KEY|CERTIFICATE|SECRET|PGP)"), "a PEM block"),
+    (re.compile(r"\bsk-(?:ant-|proj-|live-|svcacct-)?[A-Za-z0-9_\-]{16,}"), "an sk- API key"),
+    (re.compile(r"\b(?:sk|pk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"), "a Stripe key"),
+    (re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[A-Z0-9]{16}\b"), "an AWS access key"),
+    (
+        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+        "a GitHub token",
+    ),
+    (re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), "a GitLab token"),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), "a Slack token"),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), "a Google API key"),
+    (re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}"), "a Google OAuth token"),
+    (re.compile(r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"), "a SendGrid key"),
+    (re.compile(r"\bnpm_[A-Za-z0-9]{30,}"), "an npm token"),
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
+    (re.compile(r"\bma_[0-9a-z]{6,}_[A-Za-z0-9_\-]{16,}"), "a memoryadmin agent key"),
+    (
+        re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        "a JSON Web Token",
+    ),
+    (
+        re.compile(r"\b(?:bearer|basic)\s+[A-Za-z0-9_\-.=+/]{16,}", re.I),
+        "an Authorization header",
+    ),
+]
+_SECRET_WORDS = re.compile(
+    r"\b(?:password|passwd|pwd|passcode|passphrase|pin(?: code| number)?|api[\s_\-]?key|"
+    r"access[\s_\-]?key|secret(?:[\s_\-]?key)?|auth[\s_\-]?token|token|cvv2?|cvc|"
+    r"security code|one[\s\-]time code|otp|2fa code|recovery code|seed phrase)"
+    r"(?:\s+for\s+[\w\s]{1,30}?)?\s*(is|was|reads|=|:|->)\s*([\"'“‘]?)([^\s\"'”’,;]{3,})",
+    re.I,
+)
+# Words after "password:" that describe rather than disclose it.
+_NOT_SECRETS = {
+    "required",
+    "needed",
+    "set",
+    "reset",
+    "changed",
+    "expired",
+    "wrong",
+    "incorrect",
+    "the",
+    "not",
+    "being",
+    "missing",
+    "correct",
+    "stored",
+    "saved",
+    "unknown",
+    "long",
+    "short",
+    "strong",
+    "weak",
+    "known",
+    "forgotten",
+    "lost",
+    "locked",
+    "invalid",
+    "valid",
+    "blank",
+    "empty",
+    "case-sensitive",
+    "sent",
+    "due",
+    "shared",
+    "private",
+    "secret",
+    "also",
+    "still",
+}
+_TOKEN = re.compile(r"[A-Za-z0-9+/=]{20,}")
+_HEX = re.compile(r"\b[0-9a-fA-F]{32,}\b")
+_DIGIT_RUN = re.compile(r"(?<![\d\-+])[2-6]\d(?:[ \-]?\d){11,17}(?![\d\-])")
+_IBAN = re.compile(r"\b[A-Z]{2}\d{2}[A-Z0-9 ]{11,40}")
+
+
+def _quoted(match: re.Match[str], *, whole_link: bool = False) -> str:
+    """What matched, as people read it; a link up to where it ends, not just its opening."""
+    text = match.group()
+    if whole_link:
+        text += re.split(r"\s", match.string[match.end() :], maxsplit=1)[0]
+    words = " ".join(text.strip(" .!?;,\"'()").split())
+    return f"“{words[:60]}”"
+
+
+def _first(patterns: list[re.Pattern[str]], text: str) -> re.Match[str] | None:
+    for pattern in patterns:
+        if (match := pattern.search(text)) is not None:
+            return match
+    return None
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch) * (2 if i % 2 else 1)
+        total += d - 9 if d > 9 else d
+    return total % 10 == 0
+
+
+def _iban_valid(candidate: str) -> bool:
+    """Whether the text starting ``candidate`` is an IBAN: 15 to 34 characters, spaces
+    aside, whose check digits hold (ISO 13616: mod 97 of the rearranged number is 1)."""
+    compact = candidate.replace(" ", "")
+    for length in range(15, min(len(compact), 34) + 1):
+        iban = compact[:length]
+        moved = iban[4:] + iban[:4]
+        if int("".join(str(int(ch, 36)) for ch in moved)) % 97 == 1:
+            return True
+    return False
+
+
+def _entropy(token: str) -> float:
+    counts = Counter(token)
+    return -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+
+
+def _looks_random(token: str) -> bool:
+    """A long token mixing upper case, lower case and digits scattered through it, with
+    the spread of a key ("MyFavouriteBand2024" has one run of digits: a word, not a key)."""
+    classes = sum(any(test(ch) for ch in token) for test in (str.isupper, str.islower, str.isdigit))
+    digit_runs = len(re.findall(r"\d+", token))
+    return classes == 3 and digit_runs >= 2 and _entropy(token) >= 3.5
+
+
+def _credential(text: str) -> str | None:
+    """What kind of secret ``text`` holds, in words that do not repeat it, or None."""
+    for pattern, words in _KEY_FORMATS:
+        if pattern.search(text):
+            return words
+    for match in _SECRET_WORDS.finditer(text):
+        separator, quote, value = match.group(1), match.group(2), match.group(3).rstrip(".")
+        # "The PIN was blocked" describes it; "PIN: 4821", "password is 'hunter2'" give it.
+        coded = any(not ch.isalpha() for ch in value)
+        given = coded or quote or (separator not in ("is", "was", "reads") and len(value) >= 6)
+        if given and value.casefold() not in _NOT_SECRETS:
+            return f"a {match.group().split()[0].strip(':=').casefold()} given in the text"
+    for match in _DIGIT_RUN.finditer(text):
+        digits = re.sub(r"\D", "", match.group())
+        if 13 <= len(digits) <= 19 and _luhn(digits):
+            return "a payment card number"
+    for match in _IBAN.finditer(text):
+        if _iban_valid(match.group()):
+            return "a bank account number (IBAN)"
+    if _HEX.search(text):
+        return "a long hexadecimal secret"
+    if any(_looks_random(m.group()) for m in _TOKEN.finditer(text)):
+        return "a long random string like a key or password"
+    return None
+
+
+def finding(text: str) -> Finding | None:
+    """The first reason ``text`` must wait for a person before agents are given it."""
+    folded = unicodedata.normalize("NFKC", text)
+    if (kind := _credential(folded)) is not None:
+        return Finding(Category.CREDENTIAL, kind)
+    plain = _plain(text)
+    for category, patterns, read in (
+        (Category.INSTRUCTION, _INSTRUCTION, plain),
+        (Category.ROLE_PLAY, _ROLE_PLAY, plain),
+        (Category.URL, _URL, folded.translate(_LOOKALIKES)),
+        (Category.MARKUP, _MARKUP, folded),
+    ):
+        if (match := _first(patterns, read)) is not None:
+            return Finding(category, _quoted(match, whole_link=category == Category.URL))
+    return None

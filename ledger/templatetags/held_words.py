@@ -1,0 +1,14 @@
+"""``{{ memory|why_held }}``: why a memory waiting for a person's confirmation was held for
+review, so whoever confirms it knows what they accept; empty when nothing in its text was."""
+
+from django import template
+
+from ledger import policy
+from ledger.models import Memory
+
+register = template.Library()
+
+
+@register.filter
+def why_held(memory: Memory) -> str:
+    return policy.held_for_review(status=memory.status, statement=memory.statement)

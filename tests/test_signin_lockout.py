@@ -1,0 +1,154 @@
+"""Signing in through the real form: a username or an address that keeps failing is slowed,
+then locked out, told so in words with the time it ends, and the lockout is audited."""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+
+import pytest
+import time_machine
+from django.contrib.auth.models import User
+from django.http import HttpResponse as Response
+from django.test import Client
+
+from tests.conftest import PASSWORD, signed_in
+
+pytestmark = pytest.mark.django_db
+
+LOGIN = "/accounts/login/"
+START = datetime(2026, 11, 2, 17, 41, 0, tzinfo=UTC)
+LOCKED = "Too many failed sign-ins for this account or address."
+
+
+@pytest.fixture
+def clock() -> Iterator[time_machine.Coordinates]:
+    with time_machine.travel(START, tick=False) as traveller:
+        yield traveller
+
+
+@pytest.fixture
+def dana(make_person: Callable[..., User]) -> User:
+    return make_person("dana")
+
+
+def browser(address: str = "203.0.113.7") -> Client:
+    """A client that checks CSRF as a browser's session would, from one address."""
+    return Client(enforce_csrf_checks=True, REMOTE_ADDR=address)
+
+
+def sign_in(client: Client, username: str, password: str) -> Response:
+    page = client.get(LOGIN)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())
+    assert token is not None
+    return client.post(
+        LOGIN,
+        {"username": username, "password": password, "csrfmiddlewaretoken": token[1]},
+    )
+
+
+def signed_in_as(client: Client) -> str:
+    response = client.get("/")
+    return "" if response.status_code == 302 else response.wsgi_request.user.get_username()
+
+
+def test_wrong_passwords_are_refused_in_words_until_the_fifth_locks_the_account(
+    dana: User, clock: time_machine.Coordinates
+) -> None:
+    client = browser()
+    answers = [sign_in(client, "dana", f"guess-{n}") for n in range(5)]
+    assert [a.status_code for a in answers] == [200, 200, 200, 200, 429]
+    assert "did not match" in answers[0].content.decode()
+    locked = answers[-1].content.decode()
+    assert f"{LOCKED} Try again after 17:42 UTC, or ask an admin" in locked
+    assert "Traceback" not in locked
+
+    # Even the right password is refused while locked, and nobody is signed in.
+    right = sign_in(client, "dana", PASSWORD)
+    assert right.status_code == 429 and LOCKED in right.content.decode()
+    assert signed_in_as(client) == ""
+
+
+def test_two_hundred_wrong_passwords_are_not_all_tried(
+    dana: User, clock: time_machine.Coordinates
+) -> None:
+    client = browser()
+    codes = [sign_in(client, "dana", f"guess-{n}").status_code for n in range(200)]
+    assert codes.count(200) == 4
+    assert codes[4:] == [429] * 196
+
+
+def test_after_the_cool_off_the_right_password_signs_in(
+    dana: User, clock: time_machine.Coordinates
+) -> None:
+    client = browser()
+    for n in range(5):
+        sign_in(client, "dana", f"guess-{n}")
+    clock.shift(timedelta(seconds=59))
+    assert sign_in(client, "dana", PASSWORD).status_code == 429
+    # That try while locked counted, and the wait restarted from it.
+    clock.shift(timedelta(seconds=61))
+    answer = sign_in(client, "dana", PASSWORD)
+    assert answer.status_code == 302
+    assert signed_in_as(client) == "dana"
+
+
+def test_one_address_trying_many_usernames_is_locked_out(
+    make_person: Callable[..., User], clock: time_machine.Coordinates
+) -> None:
+    make_person("noor")
+    guesser = browser("198.51.100.9")
+    for name in ("ann", "bob", "cy", "dee", "eve"):
+        sign_in(guesser, name, "password1")
+    assert sign_in(guesser, "noor", PASSWORD).status_code == 429
+    # Noor herself, from her own address, is not.
+    assert sign_in(browser("203.0.113.50"), "noor", PASSWORD).status_code == 302
+
+
+def test_one_username_tried_from_many_addresses_is_locked_out(
+    dana: User, make_person: Callable[..., User], clock: time_machine.Coordinates
+) -> None:
+    make_person("noor")
+    for n in range(5):
+        sign_in(browser(f"198.51.100.{n + 1}"), "dana", f"guess-{n}")
+    assert sign_in(browser("203.0.113.50"), "dana", PASSWORD).status_code == 429
+    assert sign_in(browser("203.0.113.50"), "noor", PASSWORD).status_code == 302
+
+
+def test_failing_all_day_locks_out_for_an_hour(dana: User, clock: time_machine.Coordinates) -> None:
+    client = browser()
+    for n in range(20):
+        last = sign_in(client, "dana", f"guess-{n}")
+    assert "Try again after 18:41 UTC" in last.content.decode()
+    clock.shift(timedelta(minutes=30))
+    assert sign_in(client, "dana", PASSWORD).status_code == 429
+
+
+def test_a_lockout_is_in_the_audit_log_and_its_export(
+    dana: User, make_person: Callable[..., User], clock: time_machine.Coordinates
+) -> None:
+    make_person("ada", role="admin")
+    client = browser("198.51.100.77")
+    for n in range(8):
+        sign_in(client, "dana", f"guess-{n}")
+    admin = signed_in("ada")
+
+    page = admin.get("/audit/").content.decode()
+    assert "sign-in lockout" in page
+    assert "dana from 198.51.100.77" in page
+    assert "locked out" in page
+    assert "Sign-in refused: too many failed sign-ins for this account or this address." in page
+
+    export = admin.get("/audit/export.csv")
+    text = b"".join(export.streaming_content).decode()
+    lockouts = [
+        row for row in csv.DictReader(io.StringIO(text)) if row["kind"] == "sign-in lockout"
+    ]
+    # The failure that locked is the entry; the refused tries after it are not more entries.
+    assert [(row["object"], row["action"], row["role"]) for row in lockouts] == [
+        ("dana from 198.51.100.77", "created", "system")
+    ]
+    assert lockouts[0]["when"] == "2026-11-02T17:41:00+00:00"
