@@ -19,8 +19,6 @@ from django.db.models import Max, QuerySet, Sum
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
 
-from ledger.policy import Refusal
-
 # Lockouts last minutes to an hour: the time of day says when one ends.
 UNTIL_FORMAT = "H:i T"
 ADDRESSES_SHOWN = 100
@@ -77,15 +75,3 @@ def of_addresses(addresses: Iterable[str] | None = None) -> list[Lockout]:
         Lockout("", row["ip_address"], row["failures"], row["until"])
         for row in rows[:ADDRESSES_SHOWN]
     ]
-
-
-def refuse_nothing_to_lift(lockout: Lockout | None, *, name: str) -> Lockout:
-    """A lift needs a lockout in force: one that ended, or another admin lifted, is not
-    lifted again (nor recorded as lifted)."""
-    if lockout is None:
-        raise Refusal(
-            "not_locked_out",
-            f"{name} is not locked out of sign-in (any more): nothing was lifted.",
-            409,
-        )
-    return lockout

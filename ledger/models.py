@@ -23,6 +23,7 @@ from ledger.querysets import (
     LedgerEntryQuerySet,
     MemoryQuerySet,
     RecallItemQuerySet,
+    RecallQuerySet,
     ReminderQuerySet,
     RunQuerySet,
     SourceQuerySet,
@@ -462,6 +463,9 @@ class IdempotencyRecord(models.Model):
     # The run the request was filed under: a run may learn its subject after the answer was
     # stored, and an erasure of that subject must still find the answer.
     run = models.ForeignKey(Run, null=True, on_delete=models.CASCADE, related_name="+")
+    # An answer about several subjects (a batch retraction) names each of them here, so an
+    # erasure of any one of them deletes it.
+    subjects = models.ManyToManyField(Subject, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -486,6 +490,8 @@ class Recall(models.Model):
     k = models.PositiveSmallIntegerField()
     block = models.TextField()
     recalled_at = models.DateTimeField()
+
+    objects = RecallQuerySet.as_manager()
 
     class Meta:
         ordering = ["-recalled_at", "-id"]

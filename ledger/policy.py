@@ -31,6 +31,7 @@ from ledger.choices import (
 from ledger.dates import when
 
 if TYPE_CHECKING:
+    from ledger.lockouts import Lockout
     from ledger.models import Agent, LedgerEntry, Policy
     from ledger.revocations import Revocation
 
@@ -324,6 +325,42 @@ def refuse_conflict_resolved(status: str) -> None:
         raise Refusal("conflict_resolved", "This conflict is already resolved.", 409)
 
 
+class ConflictMove(StrEnum):
+    """How an open conflict may be settled, besides writing what is right (always allowed)."""
+
+    KEEP_MEMORY = "keep_memory"
+    KEEP_COMMITMENT = "keep_commitment"
+    DISMISS = "dismiss"
+
+
+def refuse_conflict_move(move: ConflictMove, *, possible: bool, has_commitment: bool) -> None:
+    if move == ConflictMove.KEEP_MEMORY and has_commitment:
+        raise Refusal(
+            "commitment_stands",
+            "This memory contradicts a ledger commitment, which changes only through the "
+            "ledger: keep the commitment, write what is right, or say it is not a conflict.",
+            409,
+        )
+    if move == ConflictMove.KEEP_COMMITMENT and not has_commitment:
+        raise Refusal("no_commitment", "This conflict has no ledger commitment to keep.", 400)
+    if move == ConflictMove.DISMISS and not possible:
+        raise Refusal(
+            "not_possible",
+            "Only a possible conflict can be dismissed: these statements share a slot and "
+            "say different things. Keep one, or write what is right.",
+            400,
+        )
+
+
+def allows_conflict_move(move: ConflictMove, *, possible: bool, has_commitment: bool) -> bool:
+    """Whether a conflict may be settled by ``move``: what a page asks to offer a button."""
+    try:
+        refuse_conflict_move(move, possible=possible, has_commitment=has_commitment)
+    except Refusal:
+        return False
+    return True
+
+
 # Text.
 
 
@@ -376,20 +413,124 @@ def refuse_over_cap(policy: Policy, live_count: int) -> None:
 
 # Idempotency: which answers a retry with the same Idempotency-Key gets again. A refusal
 # caused by a state that can change is decided afresh, or a retry after the person resumed
-# memory, an admin lifted a pause, a memory was retracted or a rate limit reset would be
-# refused forever: the subject is paused or an agent restricted (423), the subject is full
-# (its code), the client's copy is stale (412), the agent sent too much too fast (429).
+# memory, an admin lifted a pause or freed a system-of-record key, a memory was retracted or
+# a rate limit reset would be refused forever; a refusal that the request alone decides, or
+# a state that never goes back, is replayed. The statuses are refusals of the first kind
+# whatever their code: the subject or the agent is paused (423), the client's copy is stale
+# (412), the agent sent too much too fast (429).
 PASSING_REFUSAL_STATUSES = frozenset({412, 423, 429})
-PASSING_REFUSAL_CODES = frozenset({"subject_cap_reached"})
+
+
+class OnRetry(StrEnum):
+    DECIDED_AGAIN = "decided again"  # depends on a state that can change
+    REPLAYED = "replayed"  # permanent for this request
+
+
+_AGAIN, _REPLAYED = OnRetry.DECIDED_AGAIN, OnRetry.REPLAYED
+# Every code a write refuses with (a test reads them from the source). A memory or a
+# ledger entry refused a move because of its status: a deleted memory can be restored and
+# a pending one confirmed, so those are decided again; a superseded, withdrawn or erased
+# ledger entry stays so.
+REFUSAL_ON_RETRY: dict[str, OnRetry] = {
+    # The write gate.
+    "system_of_record": _AGAIN,  # an admin edits the keys on the policy page
+    "subject_cap_reached": _AGAIN,
+    "memory_paused": _AGAIN,
+    "agent_writes_paused": _AGAIN,
+    "agent_quarantined": _AGAIN,
+    "agent_stated_untrusted": _AGAIN,
+    "unsafe_text": _REPLAYED,
+    "agent_revoked": _REPLAYED,
+    # A memory's moves.
+    **{code: _AGAIN for code, _participle in _MEMORY_REFUSALS.values()},
+    "not_the_person": _AGAIN,  # a subject can be linked to its person
+    "not_current": _AGAIN,
+    "not_a_correction": _REPLAYED,
+    "subject_erased": _REPLAYED,
+    "words_already_live": _AGAIN,
+    "undo_expired": _REPLAYED,
+    "expiry_in_past": _REPLAYED,
+    "inferred_needs_expiry": _REPLAYED,
+    "period_required": _REPLAYED,
+    "not_an_admin": _AGAIN,
+    # Conflicts.
+    "conflict_resolved": _REPLAYED,
+    "choice_required": _REPLAYED,
+    "not_a_contender": _AGAIN,  # a slot's conflict gains contenders
+    "commitment_stands": _REPLAYED,
+    "no_commitment": _REPLAYED,
+    "not_possible": _REPLAYED,
+    # The ledger.
+    "ledger_entry_active": _AGAIN,
+    "ledger_entry_expired": _AGAIN,
+    "ledger_entry_superseded": _REPLAYED,
+    "ledger_entry_withdrawn": _REPLAYED,
+    "ledger_entry_erased": _REPLAYED,
+    "ledger_entry_immutable": _REPLAYED,
+    "established_needs_named_source": _REPLAYED,
+    "agreement_needs_person": _REPLAYED,
+    "not_a_proposal": _REPLAYED,
+    "use_promote": _REPLAYED,
+    "use_supersede": _REPLAYED,
+    # Journal, notes, snapshots.
+    "journal_move_refused": _AGAIN,  # an entry moves on, and may then allow the move
+    "resolution_not_needed": _AGAIN,  # an intent that never reports back goes stale
+    "resolution_invalid": _REPLAYED,
+    "verification_required": _REPLAYED,
+    "verification_too_long": _REPLAYED,
+    "verification_invalid_character": _REPLAYED,
+    "not_found": _AGAIN,  # the run or entry may be written next
+    "too_many_notes": _AGAIN,  # a note can be deleted
+    "unknown_subject": _AGAIN,  # a subject is made by its first write
+    "subject_mismatch": _REPLAYED,  # a run keeps one subject
+    "generation_exists": _REPLAYED,  # generations are never replaced
+    # Retractions and their undo.
+    "reason_required": _REPLAYED,
+    "reason_invalid_character": _REPLAYED,
+    "request_too_long": _REPLAYED,
+    "request_invalid_character": _REPLAYED,
+    "selection_empty": _REPLAYED,
+    "window_backwards": _REPLAYED,
+    "selection_matches_nothing": _AGAIN,
+    "selection_too_large": _AGAIN,
+    "selection_changed": _AGAIN,
+    "batch_already_undone": _REPLAYED,
+    # Pages only (people, agents, the policy), listed so that none is left undecided.
+    "policy_unknown_setting": _REPLAYED,
+    "policy_unchanged": _AGAIN,
+    "policy_changed": _AGAIN,
+    "grace_out_of_range": _REPLAYED,
+    "keys_changed": _AGAIN,
+    "scopes_required": _REPLAYED,
+    "restriction_unchanged": _AGAIN,
+    "agent_name_invalid": _REPLAYED,
+    "agent_name_reserved": _REPLAYED,
+    "agent_name_revoked": _REPLAYED,  # a revoked name is never reused
+    "agent_name_taken": _REPLAYED,
+    "username_reserved": _REPLAYED,
+    "person_yourself": _REPLAYED,
+    "person_superuser": _AGAIN,
+    "person_active": _AGAIN,
+    "person_disabled": _AGAIN,
+    "person_not_end_user": _AGAIN,
+    "person_owns_subjects": _AGAIN,
+    "person_without_email": _AGAIN,
+    "role_unchanged": _AGAIN,
+    "subject_already_linked": _AGAIN,
+    "subject_not_owned": _AGAIN,
+    "subject_taken": _AGAIN,
+    "mail_not_sent": _AGAIN,
+    "not_locked_out": _AGAIN,  # a username or address can be locked out again
+}
 
 
 def answer_is_replayed(status: int, code: str) -> bool:
-    """Whether a write's answer is kept for its Idempotency-Key: what happened, and bad
-    input the policy will always refuse (a system-of-record key). A malformed request (400)
-    is not kept either: the client fixes it and sends it again under the same key."""
-    if status == 400:
+    """Whether a write's answer is kept for its Idempotency-Key: what happened, and a
+    refusal ``REFUSAL_ON_RETRY`` calls permanent. A malformed request (400) is not kept
+    either: the client fixes it and sends it again under the same key."""
+    if status == 400 or status in PASSING_REFUSAL_STATUSES:
         return False
-    return status not in PASSING_REFUSAL_STATUSES and code not in PASSING_REFUSAL_CODES
+    return REFUSAL_ON_RETRY.get(code, OnRetry.REPLAYED) == OnRetry.REPLAYED
 
 
 @dataclass(frozen=True)
@@ -903,6 +1044,19 @@ def hold_for_text(statement: str) -> Hold | None:
     )
 
 
+def refuse_unsafe_text(text: str, *, what: str) -> None:
+    """Text that has no pending state to wait in (``what``: a ledger fact) is refused when
+    it would be unsafe to hand an assistant: agents are given it verbatim once it is stored."""
+    found = poison.finding(text)
+    if found is None:
+        return
+    raise Refusal(
+        "unsafe_text",
+        f"{what} is handed to agents verbatim and cannot wait for a person's review, so it "
+        f"is refused: {found.message} Nothing was written.",
+    )
+
+
 def held_for_review(*, status: str, statement: str) -> str:
     """Why a memory waiting for a person was held for its words, for whoever answers it;
     empty when nothing in them was unsafe."""
@@ -1375,6 +1529,18 @@ def person_move_refusal(move: PersonMove, person: PersonFacts) -> Refusal | None
 def person_moves(person: PersonFacts) -> frozenset[PersonMove]:
     """The moves the person page offers: the ones ``refuse_person_move`` lets through."""
     return frozenset(move for move in PersonMove if person_move_refusal(move, person) is None)
+
+
+def refuse_nothing_to_lift(lockout: Lockout | None, *, name: str) -> Lockout:
+    """A lift needs a lockout in force: one that ended, or another admin lifted, is not
+    lifted again (nor recorded as lifted)."""
+    if lockout is None:
+        raise Refusal(
+            "not_locked_out",
+            f"{name} is not locked out of sign-in (any more): nothing was lifted.",
+            409,
+        )
+    return lockout
 
 
 # Addresses under /people/ that are pages, not people.

@@ -36,8 +36,10 @@ if TYPE_CHECKING:
         JournalEntry,
         LedgerEntry,
         Memory,
+        Recall,
         RecallItem,
         Reminder,
+        RetractionBatch,
         Run,
         Source,
         Subject,
@@ -65,6 +67,10 @@ class SubjectQuerySet(models.QuerySet["Subject"]):
             active=Count("memories", filter=Q(memories__status=MemoryStatus.ACTIVE)),
             pending=Count("memories", filter=Q(memories__status=MemoryStatus.PENDING)),
         )
+
+    def named_in(self, batch: RetractionBatch) -> SubjectQuerySet:
+        """The subjects a batch retraction took memories from."""
+        return self.filter(memories__retraction_items__batch=batch).distinct()
 
 
 class MemoryQuerySet(models.QuerySet["Memory"]):
@@ -253,6 +259,11 @@ class ConversationRow(TypedDict):
     agent: str
     reads: int
     last_read: datetime
+
+
+class RecallQuerySet(models.QuerySet["Recall"]):
+    def readable_by(self, agent: Agent) -> RecallQuerySet:
+        return self.filter(access.recalls_readable_by(agent))
 
 
 class RecallItemQuerySet(models.QuerySet["RecallItem"]):

@@ -23,8 +23,8 @@ from django.utils import timezone
 
 from ledger.choices import StatedBy
 from ledger.models import Conflict, LedgerEntry, Memory, Recall, Subject
-from ledger.policy import forbidden_character
-from ledger.querysets import SEARCH_CONFIG
+from ledger.policy import forbidden_character, normalize_statement
+from ledger.querysets import SEARCH_CONFIG, RecallQuerySet
 
 if TYPE_CHECKING:
     # django-stubs' helper ships with the type checker, not with the app.
@@ -133,7 +133,7 @@ def recall(
     )
 
 
-def recalls_that_served(memory: Memory) -> QuerySet[Recall]:
+def recalls_that_served(memory: Memory) -> RecallQuerySet:
     """The recalls that put ``memory`` into an agent's context, with its position and rank."""
     return Recall.objects.filter(items__memory=memory).annotate(
         position=F("items__position"), rank=F("items__rank")
@@ -231,7 +231,8 @@ def open_conflicts(*, subject: Subject, now: datetime) -> list[ConflictGroup]:
     for conflict in conflicts:
         members = tuple(conflict.servable_memories)  # type: ignore[attr-defined]
         commitment = getattr(conflict, "commitment_in_force", None)
-        statements = {m.normalized for m in members} | ({commitment.fact} if commitment else set())
+        fact = {normalize_statement(commitment.fact)} if commitment else set()
+        statements = {m.normalized for m in members} | fact
         # A retracted or expired contender leaves one statement: nothing left to choose.
         if len(statements) > 1:
             groups.append(

@@ -26,13 +26,17 @@ def cool_off_after(failures: int) -> timedelta:
     return timedelta(minutes=settings.MEMORYADMIN_SIGNIN_COOLOFF_MINUTES)
 
 
+# The username ``authenticate`` was given, as axes records it: the form's cleaned value
+# (stripped, NFKC), not what was typed, or spellings of one name would each count apart.
+TRIED_USERNAME = "signin_username"
+
+
 def _tried_by(request: HttpRequest | None) -> Q:
     """The records of the username being tried, or of the address trying it."""
     if request is None:
         return Q(pk__in=[])
     matches = Q(ip_address=getattr(request, "axes_ip_address", None))
-    username = request.POST.get("username", "")
-    if username:
+    if username := getattr(request, TRIED_USERNAME, None):
         matches |= Q(username=username)
     return matches
 
@@ -74,5 +78,7 @@ class SignInLimits(AxesStandaloneBackend):  # type: ignore[misc]
     ) -> None:
         if request is None:
             return None
+        # Axes asks ``cool_off`` with the request alone, before and after this failure.
+        setattr(request, TRIED_USERNAME, username)
         super().authenticate(request, username, password, **kwargs)
         return None

@@ -6,8 +6,10 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.utils.csp import CSP
 from django.views.decorators.csp import csp_override
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from ledger.views.change_password import LimitedPasswordChangeView
 from ledger.views.set_password import SetPasswordView
 
 
@@ -18,6 +20,12 @@ def favicon(request: HttpRequest) -> HttpResponse:
 
 
 urlpatterns = [
+    # The Django admin's own form checks the old password outside the sign-in limits.
+    path(
+        "admin/password_change/",
+        RedirectView.as_view(pattern_name="password_change"),
+        name="admin-password-change",
+    ),
     path("admin/", admin.site.urls),
     path("api/v1/", include("ledger.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -33,7 +41,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
         "accounts/password/",
-        auth_views.PasswordChangeView.as_view(),
+        LimitedPasswordChangeView.as_view(),
         name="password_change",
     ),
     path(

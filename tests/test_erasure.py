@@ -20,7 +20,7 @@ from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.models import Erasure, LedgerEntry, Memory, Run, Subject
 from ledger.recall import recall
-from tests.conftest import PASSWORD, SUBJECT, body
+from tests.conftest import PASSWORD, SUBJECT, VALID_BODY, agent_client, body
 
 # Each secret goes into a different place; none may survive the erasure.
 SECRETS = {
@@ -302,3 +302,45 @@ def test_a_stored_answer_sent_before_its_run_had_a_subject_is_erased(api) -> Non
     # A retry after the erasure is a new write, not the erased answer replayed.
     again = api.put(url, {"value": "call Dana"}, format="json", HTTP_IDEMPOTENCY_KEY="early-1")
     assert again.status_code == 201 and "Idempotent-Replayed" not in again
+
+
+def test_a_batch_answer_naming_two_subjects_goes_with_an_erasure_of_either(api) -> None:
+    """A stored batch answer names every subject it took memories from: an erasure of any
+    one of them deletes it, and the retry after it is a new batch, not the old answer."""
+    for ref, run in ((SUBJECT, "run_one"), ("acct_second", "run_two")):
+        source = dict(body()["source"], ref="msg_poison", run=run)
+        written = api.post("/api/v1/memories", body(subject=ref, source=source), format="json")
+        assert written.status_code == 201, written.json()
+    staff = agent_client("support-tool", ["read", "staff"])[0]
+    request = {"source_ref": "msg_poison", "reason": "a poisoned message"}
+    batch = staff.post("/api/v1/retractions", request, format="json", HTTP_IDEMPOTENCY_KEY="b1")
+    assert batch.status_code == 201, batch.json()
+    undo = staff.post(
+        f"/api/v1/retractions/{batch.json()['id']}/undo",
+        {"reason": "it was not poisoned"},
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="u1",
+    )
+    assert undo.status_code == 200, undo.json()
+
+    erasure = erase_subject(
+        subject=Subject.objects.get(ref="acct_second"), actor=Actor.system("test")
+    )
+    assert erasure.stored_responses == 2
+    again = staff.post("/api/v1/retractions", request, format="json", HTTP_IDEMPOTENCY_KEY="b1")
+    assert again.status_code == 201 and "Idempotent-Replayed" not in again
+    assert again.json()["id"] != batch.json()["id"] and again.json()["count"] == 1
+
+
+def test_a_dry_run_answer_is_not_stored_so_its_retry_previews_again(api) -> None:
+    """A preview writes nothing, so its answer (statements included) is not kept for its
+    key: no erasure has to find it, and a retry shows the selection as it is now."""
+    staff = agent_client("support-tool", ["read", "staff"])[0]
+    preview = {"source_ref": "msg_0192", "dry_run": True}
+    first = staff.post("/api/v1/retractions", preview, format="json", HTTP_IDEMPOTENCY_KEY="p1")
+    assert first.status_code == 200 and first.json()["memories"] == 0
+    assert api.post("/api/v1/memories", body(), format="json").status_code == 201
+    again = staff.post("/api/v1/retractions", preview, format="json", HTTP_IDEMPOTENCY_KEY="p1")
+    assert again.status_code == 200 and "Idempotent-Replayed" not in again
+    assert again.json()["memories"] == 1
+    assert again.json()["listed"][0]["statement"] == VALID_BODY["statement"]

@@ -205,12 +205,25 @@ def everywhere(dana: Client, support: Client, api: APIClient) -> Subject:
         200,
     )
 
-    # Staff tooling retracts everything one message wrote, with a reason.
+    # Staff tooling previews, then retracts, everything one message wrote, with a reason;
+    # with Idempotency-Keys, so the answers (statements, a reason) could be stored.
+    staff = agent_client("support-tool", ["read", "staff"])[0]
+    roses = {"source_ref": f"msg-{CANARY}-roses"}
     ok(
-        agent_client("support-tool", ["read", "staff"])[0].post(
+        staff.post(
             "/api/v1/retractions",
-            {"source_ref": f"msg-{CANARY}-roses", "reason": f"{UPPER} never said roses"},
+            {**roses, "dry_run": True},
             format="json",
+            HTTP_IDEMPOTENCY_KEY=f"{CANARY}-preview",
+        ),
+        200,
+    )
+    ok(
+        staff.post(
+            "/api/v1/retractions",
+            {**roses, "reason": f"{UPPER} never said roses"},
+            format="json",
+            HTTP_IDEMPOTENCY_KEY=f"{CANARY}-batch",
         ),
         201,
     )

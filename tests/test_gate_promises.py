@@ -4,8 +4,10 @@ gone is not replayed."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +23,15 @@ from ledger.actions.policy import change_policy
 from ledger.actions.reverts import revert_correction
 from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
-from ledger.models import Agent, IdempotencyRecord, Memory, Policy, Subject, WriteDecision
+from ledger.models import (
+    Agent,
+    IdempotencyRecord,
+    LedgerEntry,
+    Memory,
+    Policy,
+    Subject,
+    WriteDecision,
+)
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -119,13 +129,19 @@ def test_a_correction_against_a_stale_copy_goes_through_when_retried_with_the_ne
     assert retry.json()["statement"] == correction["statement"]
 
 
-def test_a_refusal_that_stays_true_is_still_replayed(api: APIClient) -> None:
-    refused = body(key="contact.email", statement="dana@example.com")
-    first = post(api, refused, key="k-sor")
-    retry = post(api, refused, key="k-sor")
-    assert first.status_code == retry.status_code == 422
-    assert retry.headers["Idempotent-Replayed"] == "true"
-    assert WriteDecision.objects.count() == 1
+def test_a_write_to_a_system_of_record_key_is_written_when_retried_after_the_key_is_freed(
+    api: APIClient,
+) -> None:
+    data = body(key="contact.email", statement="dana@example.com")
+    refused = post(api, data, key="k-sor")
+    assert (refused.status_code, refused.json()["code"]) == (422, "system_of_record")
+    keys = [k for k in Policy.current().system_of_record_keys if k != "contact.email"]
+    change_policy(actor=ADMIN, reason="We keep emails now.", system_of_record_keys=keys)
+
+    retry = post(api, data, key="k-sor")
+    assert retry.status_code == 201, retry.json()
+    assert "Idempotent-Replayed" not in retry.headers
+    assert Memory.objects.filter(statement="dana@example.com").count() == 1
 
 
 @pytest.mark.parametrize(
@@ -133,7 +149,11 @@ def test_a_refusal_that_stays_true_is_still_replayed(api: APIClient) -> None:
     [
         (201, "", True),
         (200, "", True),
-        (422, "system_of_record", True),
+        (422, "system_of_record", False),
+        (422, "inferred_needs_expiry", True),
+        (409, "too_many_notes", False),
+        (409, "not_correctable", False),
+        (409, "generation_exists", True),
         (400, "", False),
         (423, "memory_paused", False),
         (423, "agent_writes_paused", False),
@@ -371,3 +391,20 @@ def test_the_audit_shows_a_merged_correction_on_both_memories_with_who_and_why(
     assert "The corrected words are already those of another live memory" in html
     assert "A correction of another memory said the same: I said email, not letters." in html
     assert str(x.pk) in html
+
+
+def _refusal_codes() -> set[str]:
+    """Every code a write function or the API can refuse with, read from the source."""
+    root = Path(policy.__file__).parent
+    files = [root / "policy.py", *(root / "actions").glob("*.py"), *(root / "api").glob("*.py")]
+    raised = re.compile(r'Refusal\(\s*"([a-z_]+)"')
+    codes = {code for file in files for code in raised.findall(file.read_text())}
+    codes |= {code for code, _participle in policy._MEMORY_REFUSALS.values()}
+    codes |= {f"ledger_entry_{status}" for status in LedgerEntry.Status}
+    return codes | {restriction.code for restriction in policy.Restriction}
+
+
+def test_every_refusal_says_whether_a_retry_gets_it_again() -> None:
+    unclassified = _refusal_codes() - set(policy.REFUSAL_ON_RETRY)
+    assert not unclassified, f"classify in policy.REFUSAL_ON_RETRY: {sorted(unclassified)}"
+    assert len(_refusal_codes()) > 60

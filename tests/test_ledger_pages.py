@@ -193,13 +193,13 @@ def test_a_fact_is_shown_as_text_never_as_markup(
     record_ledger_entry(
         subject=subject,
         agent=agent,
-        fact="<script>alert(1)</script>",
+        fact="Discount only if 5 < total & total > 2.",
         kind="commitment",
         source=TOOL,
     )
     html = signed_in(make_person("dana", subject=SUBJECT)).get(LEDGER).content.decode()
-    assert "<script>alert(1)</script>" not in html
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "5 < total & total > 2" not in html
+    assert "5 &lt; total &amp; total &gt; 2" in html
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
+from ledger import lockouts, policy
 from tests.conftest import PASSWORD, signed_in
 from tests.test_signin_lockout import START, browser, sign_in
 
@@ -128,6 +129,20 @@ def test_a_lockout_that_has_ended_is_not_lifted_or_recorded(
         answer.content.decode()
     )
     assert audit_rows(admin) == []
+
+
+@pytest.mark.parametrize("name", ["dana", "The address 198.51.100.9"])
+def test_nothing_to_lift_is_a_policy_refusal_naming_whose(name: str) -> None:
+    # Decided in policy, with the other rules about a person's moves; the lockouts are read
+    # elsewhere and handed to it.
+    with pytest.raises(policy.Refusal) as refused:
+        policy.refuse_nothing_to_lift(None, name=name)
+    assert (refused.value.code, refused.value.status) == ("not_locked_out", 409)
+    assert str(refused.value.detail) == (
+        f"{name} is not locked out of sign-in (any more): nothing was lifted."
+    )
+    found = lockouts.Lockout("dana", "", 5, START)
+    assert policy.refuse_nothing_to_lift(found, name=name) is found
 
 
 def test_a_locked_out_address_is_listed_and_lifted_with_a_reason(

@@ -4,10 +4,16 @@ documents, in the shape it documents (all of schemathesis's checks)."""
 
 from __future__ import annotations
 
+import ast
+import importlib
+import inspect
 import os
+import textwrap
+import types
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,12 +23,15 @@ from django.core.management import call_command
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from django.utils import timezone
+from drf_spectacular.generators import EndpointEnumerator
 from hypothesis import HealthCheck, given, settings
 from hypothesis.errors import Unsatisfiable
 from rest_framework.test import APIClient
 from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 
+import ledger.api
+from ledger import policy
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
 from ledger.models import Policy
@@ -292,6 +301,97 @@ def test_the_idempotency_key_is_documented_on_the_writes_that_honour_it(db: None
     assert headers("patch", "/api/v1/journal/{key}") == ["Idempotency-Key"]
     # A journal intent carries its own key in the body.
     assert headers("post", "/api/v1/runs/{ref}/journal") == []
+
+
+def test_every_write_that_honours_an_idempotency_key_declares_it() -> None:
+    """The schema offers the header where a view declares ``idempotent_writes``: the
+    declarations must name exactly the view methods whose code calls ``idempotent``."""
+    calling, declared = set(), set()
+    for path in sorted(Path(ledger.api.__file__).parent.glob("*.py")):
+        module = importlib.import_module(f"ledger.api.{path.stem}")
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for method in node.body:
+                calls = [c for c in ast.walk(method) if isinstance(c, ast.Call)]
+                if isinstance(method, ast.FunctionDef) and any(
+                    isinstance(c.func, ast.Name) and c.func.id == "idempotent" for c in calls
+                ):
+                    calling.add((path.stem, node.name, method.name))
+            writes = getattr(getattr(module, node.name), "idempotent_writes", ())
+            declared |= {(path.stem, node.name, method) for method in writes}
+    assert len(calling) >= 13
+    assert calling == declared
+
+
+def _calls(function: Any) -> list[ast.Call]:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(function)))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call)]
+
+
+def _status(call: ast.Call, names: dict[str, Any]) -> int:
+    """The status a ``Refusal(code, detail, status)`` call gives: a literal or a constant."""
+    given = {keyword.arg: keyword.value for keyword in call.keywords}
+    node = given.get("status", call.args[2] if len(call.args) > 2 else None)
+    if node is None:
+        return 422
+    value = node.value if isinstance(node, ast.Constant) else names[ast.unparse(node)]
+    assert isinstance(value, int), ast.unparse(call)
+    return value
+
+
+def _subclass_status(refusal: type[policy.Refusal]) -> int:
+    init = refusal.__init__
+    (call,) = [c for c in _calls(init) if ast.unparse(c.func) == "super().__init__"]
+    return _status(call, init.__globals__)
+
+
+def _refusal_statuses(function: Any, seen: set[Any]) -> set[int]:
+    """The statuses of the ``Refusal``s ``function`` raises itself or through the ledger
+    functions it calls by name. A lower bound: calls through an object are not followed."""
+    function = inspect.unwrap(function)
+    if not isinstance(function, types.FunctionType) or function in seen:
+        return set()
+    if not function.__module__.startswith("ledger."):
+        return set()
+    seen.add(function)
+    found: set[int] = set()
+    names = function.__globals__
+    for call in _calls(function):
+        callee = None
+        if isinstance(call.func, ast.Name):
+            callee = names.get(call.func.id)
+        elif isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name):
+            module = names.get(call.func.value.id)
+            if isinstance(module, types.ModuleType):
+                callee = getattr(module, call.func.attr, None)
+        if callee is policy.Refusal:
+            found.add(_status(call, names))
+        elif isinstance(callee, type) and issubclass(callee, policy.Refusal):
+            found.add(_subclass_status(callee))
+        elif callee is not None:
+            found |= _refusal_statuses(callee, seen)
+    return found
+
+
+def test_every_refusal_an_operation_raises_is_in_its_schema(db: None) -> None:
+    """A view's ``refusals`` can drift from the code: every status of a ``Refusal`` its
+    method can reach by name must be among the operation's documented responses."""
+    paths = APIClient().get("/api/schema/?format=json").json()["paths"]
+    undocumented, reached = [], 0
+    for path, _, method, callback in EndpointEnumerator().get_api_endpoints():
+        view = callback.cls
+        actions = getattr(callback, "actions", None) or {}
+        handler = getattr(view, actions.get(method.lower(), method.lower()))
+        if not path.startswith("/api/v1/"):
+            continue  # the schema and its docs pages
+        # The schema calls a primary key `id` (drf-spectacular's SCHEMA_COERCE_PATH_PK).
+        documented = set(paths[path.replace("{pk}", "{id}")][method.lower()]["responses"])
+        raised = _refusal_statuses(handler, set())
+        reached += bool(raised)
+        undocumented += [f"{method} {path} {s}" for s in raised if str(s) not in documented]
+    assert reached >= 12
+    assert undocumented == [], "\n".join(undocumented)
 
 
 def test_a_blank_page_size_is_refused_as_the_schema_says(api: APIClient) -> None:

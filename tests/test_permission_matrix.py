@@ -641,10 +641,11 @@ ADMIN_SITE: dict[str, tuple[str, str, str]] = {
         "302 302 302 302 405 302 302 302",
         "302 302 302 302 302 302 302 302",
     ),
+    # The dashboard's change-password page, under the sign-in limits.
     "admin/password_change/": (
         "/admin/password_change/",
-        "302 302 302 302 200 302 302 302",
-        "302 302 302 302 200 302 302 302",
+        "302 302 302 302 302 302 302 302",
+        "302 302 302 302 302 302 302 302",
     ),
     "admin/password_change/done/": (
         "/admin/password_change/done/",

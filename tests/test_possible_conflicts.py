@@ -19,9 +19,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from ledger import policy
+from ledger.actions._tracking import save_tracked
+from ledger.actions.lifecycle import correct_memory
+from ledger.actions.sources import SourceInput
+from ledger.actors import Actor
 from ledger.contradictions import contradiction
 from ledger.models import Conflict, LedgerEntry, Memory, Subject, WriteDecision
-from ledger.recall import ConflictGroup, render_block
+from ledger.recall import ConflictGroup, open_conflicts, render_block
 from tests.conftest import SUBJECT, body, signed_in
 
 PAIRS = Path(__file__).parent / "data" / "contradiction_pairs.csv"
@@ -122,7 +127,7 @@ def test_the_issues_example_opens_possible_conflicts_with_the_memory_and_the_com
 ) -> None:
     decision = issue_example["decision"]
     assert decision["outcome"] == "conflict"
-    assert "possible conflict is open" in decision["reason"]
+    assert "every statement is kept and 2 possible conflicts are open" in decision["reason"]
     assert "a ledger commitment in force and a live memory" in decision["reason"]
     conflicts = Conflict.objects.open().filter(possible=True)
     assert conflicts.count() == 2
@@ -403,3 +408,67 @@ def test_the_audit_names_a_possible_conflict_and_its_commitment_in_words(
     commitment = LedgerEntry.objects.get(fact=NEVER_PHONE)
     assert f"“{NEVER_PHONE}”" in html
     assert str(commitment.pk) not in html
+
+
+def test_a_memory_in_the_commitments_words_but_other_capitals_is_no_conflict_to_show(
+    api: APIClient,
+) -> None:
+    write(api, NEVER_PHONE.lower())
+    entry = commit(api, NEVER_PHONE)
+    subject = Subject.objects.get(ref=SUBJECT)
+    # Older rows may pair statements today's rule would not: the block compares words alike.
+    conflict = Conflict(
+        subject=subject, possible=True, opened_at=timezone.now(), commitment_id=entry["id"]
+    )
+    save_tracked(conflict, actor=Actor.system("import"), reason="An older pairing.")
+    conflict.memories.add(Memory.objects.get(statement=NEVER_PHONE.lower()))
+    assert open_conflicts(subject=subject, now=timezone.now()) == []
+
+
+@pytest.mark.parametrize("by", ["person", "agent"])
+def test_a_correction_into_words_against_a_commitment_opens_a_possible_conflict(
+    api: APIClient, make_person: Callable[..., Any], agent: Any, by: str
+) -> None:
+    dana = make_person("dana", subject=SUBJECT)
+    write(api, EMAIL)
+    commit(api, NEVER_PHONE)
+    assert not Conflict.objects.open().exists()
+    actor = Actor.for_user(dana) if by == "person" else Actor.for_agent(agent)
+    new = correct_memory(
+        memory=Memory.objects.get(statement=EMAIL),
+        actor=actor,
+        statement=HAPPY_PHONED,
+        reason="The person said so on the phone.",
+        source=SourceInput(kind="user_message", ref="msg_phone") if by == "agent" else None,
+    )
+    assert new.status == Memory.Status.ACTIVE
+    conflict = Conflict.objects.open().get(possible=True)
+    assert conflict.commitment is not None and conflict.commitment.fact == NEVER_PHONE
+    assert [m.statement for m in conflict.memories.all()] == [HAPPY_PHONED]
+    block = api.get(RECALL).json()["block"]
+    assert sum(line.startswith("POSSIBLE CONFLICT") for line in block.splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("move", "possible", "has_commitment", "code"),
+    [
+        (policy.ConflictMove.KEEP_MEMORY, False, False, None),
+        (policy.ConflictMove.KEEP_MEMORY, True, False, None),
+        (policy.ConflictMove.KEEP_MEMORY, True, True, "commitment_stands"),
+        (policy.ConflictMove.KEEP_COMMITMENT, True, True, None),
+        (policy.ConflictMove.KEEP_COMMITMENT, True, False, "no_commitment"),
+        (policy.ConflictMove.KEEP_COMMITMENT, False, False, "no_commitment"),
+        (policy.ConflictMove.DISMISS, True, False, None),
+        (policy.ConflictMove.DISMISS, True, True, None),
+        (policy.ConflictMove.DISMISS, False, False, "not_possible"),
+    ],
+)
+def test_how_a_conflict_may_be_settled(
+    move: policy.ConflictMove, possible: bool, has_commitment: bool, code: str | None
+) -> None:
+    allowed = policy.allows_conflict_move(move, possible=possible, has_commitment=has_commitment)
+    assert allowed is (code is None)
+    if code is not None:
+        with pytest.raises(policy.Refusal) as refused:
+            policy.refuse_conflict_move(move, possible=possible, has_commitment=has_commitment)
+        assert refused.value.code == code

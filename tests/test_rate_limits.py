@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -79,6 +80,21 @@ def test_reads_and_writes_are_limited_apart(limited: None) -> None:
             client.post(URL, note(n), format="json")
         reads = [client.get(RECALL).status_code for _ in range(6)]
     assert reads == [200] * 5 + [429]
+
+
+@pytest.mark.django_db
+def test_reading_a_staff_resource_counts_as_a_read_not_a_write(limited: None) -> None:
+    # The staff scope guards the retractions; reading one is still a read.
+    client, _ = agent_client("support-tool", ["read", "staff"])
+    batch = f"/api/v1/retractions/{uuid.uuid4()}"
+    with time_machine.travel(NOON, tick=False):
+        reads = [client.get(batch) for _ in range(6)]
+        preview = client.post(
+            "/api/v1/retractions", {"run": "run_1", "dry_run": True}, format="json"
+        )
+    assert [read.status_code for read in reads] == [404] * 5 + [429]
+    assert reads[-1].json()["detail"].startswith("Too many reads")
+    assert preview.status_code == 200
 
 
 @pytest.mark.django_db

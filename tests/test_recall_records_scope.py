@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ledger.models import Memory
+from ledger.models import Memory, Recall
 from tests.conftest import SUBJECT, agent_client
 
 pytestmark = pytest.mark.django_db
@@ -52,3 +52,18 @@ def test_an_agent_that_never_read_a_memory_sees_no_recalls_of_it(
 
     assert response.status_code == 200
     assert response.json()["results"] == []
+
+
+def test_the_recalls_an_agent_may_read_are_one_chainable_rule(
+    remember: Callable[..., Memory],
+) -> None:
+    # Every read of recall records asks the same question, on any queryset of them.
+    remember("Prefers email.")
+    alpha, alpha_agent = agent_client("alpha", ["read"])
+    beta, _ = agent_client("beta", ["read"])
+    for client, run in ((alpha, "run_alpha"), (beta, "run_beta")):
+        assert client.get(f"/api/v1/subjects/{SUBJECT}/recall", {"run": run}).status_code == 200
+
+    readable = Recall.objects.filter(subject__ref=SUBJECT).readable_by(alpha_agent)
+
+    assert [recall.run.ref for recall in readable if recall.run] == ["run_alpha"]

@@ -152,3 +152,106 @@ def test_a_lockout_is_in_the_audit_log_and_its_export(
         ("dana from 198.51.100.77", "created", "system")
     ]
     assert lockouts[0]["when"] == "2026-11-02T17:41:00+00:00"
+
+
+@pytest.mark.parametrize(
+    "variants",
+    [
+        [" " * n + "dana" for n in range(1, 7)],
+        ["dana" + " " * n for n in range(1, 7)],
+        # Full-width letters: NFKC makes them "dana", so they sign in to dana's account.
+        ["ｄａｎａ", "ｄana", "dａna", "daｎa", "danａ", " ｄａｎａ "],
+    ],
+    ids=["leading spaces", "trailing spaces", "full-width"],
+)
+def test_spellings_of_one_username_count_towards_its_hour_long_lockout(
+    dana: User, clock: time_machine.Coordinates, variants: list[str]
+) -> None:
+    # Each spelling signs in as dana, so each is one more guess at her password: from fresh
+    # addresses, waiting out every minute-long cool-off, the day's failures still add up.
+    for step, spelling in enumerate(variants):
+        for n in range(5):
+            sign_in(browser(f"198.51.{step}.{n + 1}"), spelling, f"guess-{step}-{n}")
+        clock.shift(timedelta(seconds=61))
+    answer = sign_in(browser("203.0.113.50"), "dana", PASSWORD)
+    assert answer.status_code == 429
+    assert f"{LOCKED} Try again after 18:47 UTC" in answer.content.decode()
+
+
+def test_a_username_in_other_capitals_is_another_account(
+    dana: User, clock: time_machine.Coordinates
+) -> None:
+    # Usernames are case-sensitive (no "Dana" signs in to dana's account), so guesses at
+    # "Dana" do not lock dana out.
+    for n in range(5):
+        sign_in(browser(f"198.51.100.{n + 1}"), "Dana", f"guess-{n}")
+    assert sign_in(browser("203.0.113.50"), "dana", PASSWORD).status_code == 302
+
+
+PASSWORD_PAGE = "/accounts/password/"
+NEW_PASSWORD = "Zx9!long-pass-x"
+WRONG_PASSWORDS = "Too many wrong passwords for this account or address."
+
+
+def change_password(client: Client, old: str) -> Response:
+    page = client.get(PASSWORD_PAGE)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page.content.decode())
+    assert token is not None
+    return client.post(
+        PASSWORD_PAGE,
+        {
+            "old_password": old,
+            "new_password1": NEW_PASSWORD,
+            "new_password2": NEW_PASSWORD,
+            "csrfmiddlewaretoken": token[1],
+        },
+    )
+
+
+def test_old_password_guesses_on_the_change_form_are_limited_like_sign_ins(
+    dana: User, clock: time_machine.Coordinates
+) -> None:
+    # Someone holding dana's session guesses her password on the change form.
+    stolen = browser("198.51.100.23")
+    assert sign_in(stolen, "dana", PASSWORD).status_code == 302
+    answers = [change_password(stolen, f"guess-{n}") for n in range(30)]
+    assert [a.status_code for a in answers] == [200] * 4 + [429] * 26
+    assert "Your old password was entered incorrectly" in answers[0].content.decode()
+    locked = answers[4].content.decode()
+    assert f"{WRONG_PASSWORDS} Try again after 17:42 UTC, or ask an admin" in locked
+    assert "Traceback" not in locked
+
+    # The right old password is refused while locked, and nothing changed.
+    assert change_password(stolen, PASSWORD).status_code == 429
+    dana.refresh_from_db()
+    assert dana.check_password(PASSWORD)
+    # The guesses were at dana's password: her sign-in is locked out too, from anywhere.
+    assert sign_in(browser("203.0.113.50"), "dana", PASSWORD).status_code == 429
+
+
+def test_after_the_cool_off_the_right_old_password_changes_it(
+    dana: User, clock: time_machine.Coordinates
+) -> None:
+    client = browser()
+    assert sign_in(client, "dana", PASSWORD).status_code == 302
+    for n in range(5):
+        change_password(client, f"guess-{n}")
+    clock.shift(timedelta(seconds=61))
+    answer = change_password(client, PASSWORD)
+    assert answer.status_code == 302 and answer["Location"] == "/accounts/password/done/"
+    dana.refresh_from_db()
+    assert dana.check_password(NEW_PASSWORD)
+
+
+def test_the_django_admins_change_password_page_is_the_limited_one(
+    make_person: Callable[..., User], clock: time_machine.Coordinates
+) -> None:
+    # The Django admin's own form checks the old password unlimited: its link leads here.
+    make_person("ada", role="admin")
+    client = browser()
+    assert sign_in(client, "ada", PASSWORD).status_code == 302
+    answer = client.get("/admin/password_change/")
+    assert (answer.status_code, answer["Location"]) == (302, PASSWORD_PAGE)
+    for n in range(5):
+        last = change_password(client, f"guess-{n}")
+    assert last.status_code == 429

@@ -120,6 +120,21 @@ def test_a_correction_of_a_withheld_memory_stays_withheld(
     assert "Is recovering from a hip operation." not in served(api)
 
 
+def test_a_correction_of_a_withheld_memory_into_anothers_words_keeps_them_unused(
+    api: APIClient, knee: Memory, dana: User, make_person: Callable[..., User]
+) -> None:
+    withhold(knee, dana)
+    sam = make_person("sam", role="support")
+    kept = correct_memory(
+        memory=knee, actor=Actor.for_user(sam), statement="Prefers email.", reason="misfiled"
+    )
+    assert kept.statement == "Prefers email." and kept.withheld
+    assert served(api) == []
+    why = kept.history.order_by("-history_date", "-history_id").first()
+    assert why is not None and why.history_actor == Actor.for_user(sam).label
+    assert "does not want the assistant to use" in why.history_change_reason
+
+
 # Who may, and the lifecycle
 
 

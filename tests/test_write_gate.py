@@ -300,9 +300,10 @@ def test_a_write_filed_under_another_agents_run_is_refused(api: APIClient, api_a
     assert Memory.objects.count() == 1
 
 
-def test_idempotent_refusal_is_replayed_too(api: APIClient) -> None:
+def test_a_refusal_whose_cause_can_go_away_is_decided_again_on_retry(api: APIClient) -> None:
     refused = body(key="contact.email", statement="dana@example.com")
     first = post(api, refused, **{"Idempotency-Key": "r-1"})
     retry = post(api, refused, **{"Idempotency-Key": "r-1"})
     assert first.status_code == retry.status_code == 422
-    assert WriteDecision.objects.count() == 1
+    assert "Idempotent-Replayed" not in retry.headers
+    assert WriteDecision.objects.filter(outcome="refused").count() == 2

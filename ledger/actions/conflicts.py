@@ -12,6 +12,7 @@ from ledger.actions.lifecycle import correct_memory, retract_memory
 from ledger.actions.slots import lock_slot, refresh_conflict
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
+from ledger.policy import ConflictMove
 
 # The start of the reason on the kept memory's history row; its history page names the
 # step by it.
@@ -43,12 +44,11 @@ def resolve_conflict(
         contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
         # Closed, or open with nobody left standing: either way there is nothing to choose.
         policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
-        if locked.commitment_id is not None and statement is None:
-            raise policy.Refusal(
-                "commitment_stands",
-                "This memory contradicts a ledger commitment, which changes only through the "
-                "ledger: keep the commitment, write what is right, or say it is not a conflict.",
-                409,
+        if statement is None:
+            policy.refuse_conflict_move(
+                ConflictMove.KEEP_MEMORY,
+                possible=locked.possible,
+                has_commitment=locked.commitment_id is not None,
             )
         if keep is None:
             keep = contenders[0]
@@ -89,13 +89,11 @@ def dismiss_conflict(*, conflict: Conflict, actor: Actor, reason: str = "") -> C
     """A person read a possible conflict and found it is not one: both statements stay."""
     with transaction.atomic():
         locked = _lock(conflict)
-        if not locked.possible:
-            raise policy.Refusal(
-                "not_possible",
-                "Only a possible conflict can be dismissed: these statements share a slot and "
-                "say different things. Keep one, or write what is right.",
-                400,
-            )
+        policy.refuse_conflict_move(
+            ConflictMove.DISMISS,
+            possible=locked.possible,
+            has_commitment=locked.commitment_id is not None,
+        )
         policy.refuse_conflict_resolved(locked.status)
         locked.status = Conflict.Status.RESOLVED
         locked.resolution = Conflict.Resolution.DISMISSED
@@ -117,10 +115,13 @@ def keep_commitment(*, conflict: Conflict, actor: Actor, reason: str = "") -> Le
         locked = _lock(conflict)
         contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
         policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
-        if locked.commitment is None:
-            raise policy.Refusal(
-                "no_commitment", "This conflict has no ledger commitment to keep.", 400
-            )
+        commitment = locked.commitment
+        policy.refuse_conflict_move(
+            ConflictMove.KEEP_COMMITMENT,
+            possible=locked.possible,
+            has_commitment=commitment is not None,
+        )
+        assert commitment is not None  # refused just above
         resolved = (
             f"Conflict resolved {_by(actor, locked)}: the ledger commitment stands.{_why(reason)}"
         )
@@ -130,7 +131,7 @@ def keep_commitment(*, conflict: Conflict, actor: Actor, reason: str = "") -> Le
         locked.refresh_from_db()
         locked.resolution = Conflict.Resolution.KEPT
         save_tracked(locked, actor=actor, reason=resolved, update_fields=["resolution"])
-        return locked.commitment
+        return commitment
 
 
 def _lock(conflict: Conflict) -> Conflict:

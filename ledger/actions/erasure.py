@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
+from ledger.actions.slots import close_conflict
 from ledger.actors import Actor
 from ledger.models import (
     Conflict,
@@ -173,14 +174,13 @@ def erase_subject(
                 entry, actor=actor, reason=ERASED_REASON, update_fields=[*fields, "status"]
             )
         for conflict in conflicts:
-            fields = _blank(conflict)
+            save_tracked(
+                conflict, actor=actor, reason=ERASED_REASON, update_fields=_blank(conflict)
+            )
             # Nothing is left to disagree about; with the keys blank, open ones would also
             # share one slot.
             if conflict.status == Conflict.Status.OPEN:
-                conflict.status = Conflict.Status.RESOLVED
-                conflict.resolved_at = now
-                fields += ["status", "resolved_at"]
-            save_tracked(conflict, actor=actor, reason=ERASED_REASON, update_fields=fields)
+                close_conflict(conflict, actor=actor, reason=ERASED_REASON, now=now)
         for row in [*sources, *journal, *notes]:
             save_tracked(row, actor=actor, reason=ERASED_REASON, update_fields=_blank(row))
 
@@ -213,10 +213,14 @@ def erase_subject(
         # The outcome and its code (a word from a fixed list) stay.
         decisions = WriteDecision.objects.filter(subject=locked).update(reason=REASON_REMOVED)
         # Stored API responses repeat the statements; a retry after an erasure writes anew.
-        # Those filed under a run before it had a subject are found by the run.
-        stored_responses, _ = IdempotencyRecord.objects.filter(
-            Q(subject=locked) | Q(run__subject=locked)
-        ).delete()
+        # Those filed under a run before it had a subject are found by the run, and those
+        # naming several subjects (a batch retraction) by any of them.
+        answers = IdempotencyRecord.objects.filter(
+            Q(subject=locked) | Q(run__subject=locked) | Q(subjects=locked)
+        ).values("pk")
+        # Counted alone: the delete's total also counts the rows linking them to subjects.
+        _, deleted = IdempotencyRecord.objects.filter(pk__in=answers).delete()
+        stored_responses = deleted.get(IdempotencyRecord._meta.label, 0)
 
         return Erasure.objects.create(
             subject=locked,

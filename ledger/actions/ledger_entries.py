@@ -41,6 +41,7 @@ def record_ledger_entry(
             agent, source_kind=source.kind, what="An established fact"
         )
     policy.refuse_unnamed_establishment(kind=kind, source_kind=source.kind, source_ref=source.ref)
+    policy.refuse_unsafe_text(fact, what="A ledger fact")
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():
@@ -158,6 +159,8 @@ def edit_ledger_entry(
 ) -> LedgerEntry:
     """Change a mutable entry in place; history keeps every earlier version."""
     policy.refuse_unheld_change(agent, what="a ledger entry")
+    if fact is not None:
+        policy.refuse_unsafe_text(fact, what="A ledger fact")
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)

@@ -14,7 +14,7 @@ from django.utils import timezone
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import clear_reminders, reopen_reminders
-from ledger.actions.slots import lock_slot, refresh_conflict
+from ledger.actions.slots import lock_slot, open_possible_conflicts, refresh_conflict
 from ledger.actions.sources import SourceInput, add_source
 from ledger.actors import Actor
 from ledger.choices import StatedBy
@@ -30,6 +30,10 @@ CORRECTION_OF = "Correction of an earlier memory: "
 # the corrected memory's history (before the other memory's id) and in the other's.
 MERGED_INTO = "The corrected words are already those of another live memory (id "
 CORRECTION_SAID_SO = "A correction of another memory said the same: "
+WITHHELD_CARRIED = (
+    "The person does not want the assistant to use the memory corrected into these words, "
+    "so it is not used either."
+)
 
 
 def correct_memory(
@@ -153,18 +157,14 @@ def _merge_correction(
     audit), and the corrector's source becomes evidence for ``into``. A person's or
     support's correction states the words, so it confirms ``into`` when it was a guess;
     an agent's is evidence and nothing more, like any repeat of its own."""
-    old.status = Memory.Status.SUPERSEDED
-    old.status_changed_at = now
-    save_tracked(
-        old,
+    supersede_memory(
+        old=old,
+        new=None,
         actor=actor,
-        reason=f"Corrected: {reason} {MERGED_INTO}{into.pk}), which stays the one memory "
+        old_reason=f"Corrected: {reason} {MERGED_INTO}{into.pk}), which stays the one memory "
         "saying them.",
-        update_fields=["status", "status_changed_at"],
-        bump_version=True,
+        now=now,
     )
-    refresh_conflict(subject=old.subject, key=old.key, actor=actor)
-    clear_reminders(memory=old, now=now)
     merged = lock_slot(into)
     add_source(
         data=source,
@@ -178,17 +178,38 @@ def _merge_correction(
     if actor.agent is None and (
         merged.status == Memory.Status.PENDING or merged.basis == Memory.Basis.INFERRED
     ):
-        return confirm_memory(memory=merged, actor=actor, reason=said)
-    save_tracked(merged, actor=actor, reason=said, update_fields=[], bump_version=True)
+        merged = confirm_memory(memory=merged, actor=actor, reason=said)
+    else:
+        save_tracked(merged, actor=actor, reason=said, update_fields=[], bump_version=True)
+    if old.withheld and not merged.withheld:
+        # Only the person lifts their "don't use it", as when a correction makes a new row:
+        # their words must not reach the assistant because they merged into another memory.
+        merged.withheld = True
+        save_tracked(
+            merged,
+            actor=actor,
+            reason=WITHHELD_CARRIED,
+            update_fields=["withheld"],
+            bump_version=True,
+        )
     return merged
 
 
 def supersede_memory(
-    *, old: Memory, new: Memory, actor: Actor, old_reason: str, new_reason: str, now: datetime
+    *,
+    old: Memory,
+    new: Memory | None,
+    actor: Actor,
+    old_reason: str,
+    new_reason: str = "",
+    now: datetime,
 ) -> None:
-    """Write ``new`` in place of ``old`` (a correction, a revert): the old one is kept,
-    superseded, for audit; the slot's conflict is settled anew; the old one's reminders are
-    done with. The caller holds the slot's lock and gives ``new`` its sources."""
+    """Write ``new`` in place of ``old`` (a correction, a revert), or, with no ``new``, let
+    a live memory that already says the corrected words stand for it (a merge): the old one
+    is kept, superseded, for audit; the slot's conflict is settled anew; the old one's
+    reminders are done with; an active ``new`` whose words likely contradict another live
+    memory or a commitment opens a possible conflict, as a write through the gate does.
+    The caller holds the slot's lock and gives ``new`` its sources."""
     old.status = Memory.Status.SUPERSEDED
     old.status_changed_at = now
     save_tracked(
@@ -198,9 +219,12 @@ def supersede_memory(
         update_fields=["status", "status_changed_at"],
         bump_version=True,
     )
-    save_tracked(new, actor=actor, reason=new_reason)
-    refresh_conflict(subject=new.subject, key=new.key, actor=actor)
+    if new is not None:
+        save_tracked(new, actor=actor, reason=new_reason)
+    refresh_conflict(subject=old.subject, key=old.key, actor=actor)
     clear_reminders(memory=old, now=now)
+    if new is not None and new.status == Memory.Status.ACTIVE:
+        open_possible_conflicts(memory=new, actor=actor, now=now)
 
 
 def move_memory(

@@ -30,7 +30,7 @@ def lift_person_lockout(person: User, *, actor: Actor, reason: str) -> LockoutLi
         # Locked, so that two admins lifting at once lift (and record) it once.
         list(AccessAttempt.objects.select_for_update().filter(username=username))
         found = lockouts.of_usernames([username]).get(username)
-        lockout = lockouts.refuse_nothing_to_lift(found, name=username)
+        lockout = policy.refuse_nothing_to_lift(found, name=username)
         reset(username=username)
         return _record(lockout, actor=actor, reason=reason)
 
@@ -41,7 +41,7 @@ def lift_address_lockout(address: str, *, actor: Actor, reason: str) -> LockoutL
     with transaction.atomic():
         list(AccessAttempt.objects.select_for_update().filter(ip_address=address))
         found = next(iter(lockouts.of_addresses([address])), None)
-        lockout = lockouts.refuse_nothing_to_lift(found, name=f"The address {address}")
+        lockout = policy.refuse_nothing_to_lift(found, name=f"The address {address}")
         reset(ip=address)
         return _record(lockout, actor=actor, reason=reason)
 

@@ -71,15 +71,17 @@ def refresh_conflict(*, subject: Subject, key: str, actor: Actor) -> Conflict | 
         conflict.memories.add(*active)
         return conflict
     if conflict is not None:
-        conflict.status = Conflict.Status.RESOLVED
-        conflict.resolved_at = now
-        save_tracked(
-            conflict,
-            actor=actor,
-            reason="Only one statement is left active in the slot.",
-            update_fields=["status", "resolved_at"],
+        close_conflict(
+            conflict, actor=actor, reason="Only one statement is left active in the slot.", now=now
         )
     return None
+
+
+def close_conflict(conflict: Conflict, *, actor: Actor, reason: str, now: datetime) -> None:
+    """Mark ``conflict`` resolved at ``now``; its resolution, if any, is the caller's."""
+    conflict.status = Conflict.Status.RESOLVED
+    conflict.resolved_at = now
+    save_tracked(conflict, actor=actor, reason=reason, update_fields=["status", "resolved_at"])
 
 
 def open_possible_conflicts(*, memory: Memory, actor: Actor, now: datetime) -> list[Conflict]:
@@ -136,9 +138,14 @@ def possible_conflicts_note(conflicts: list[Conflict]) -> str:
         "a live memory" if any(not c.commitment_id for c in conflicts) else "",
     ]
     what = " and ".join(side for side in sides if side)
+    opened = (
+        "a possible conflict is"
+        if len(conflicts) == 1
+        else f"{len(conflicts)} possible conflicts are"
+    )
     return (
-        f" Its words likely contradict {what}; both are kept and a possible conflict is open "
-        "for a person to resolve."
+        f" Its words likely contradict {what}; every statement is kept and {opened} open for a "
+        "person to resolve."
     )
 
 
@@ -194,11 +201,6 @@ def settle_possible_conflicts(*, subject: Subject, actor: Actor) -> None:
         .filter(live__lt=2 - F("commitment_sides"))
     )
     for conflict in one_sided:
-        conflict.status = Conflict.Status.RESOLVED
-        conflict.resolved_at = now
-        save_tracked(
-            conflict,
-            actor=actor,
-            reason="One of the two statements is no longer in use.",
-            update_fields=["status", "resolved_at"],
+        close_conflict(
+            conflict, actor=actor, reason="One of the two statements is no longer in use.", now=now
         )

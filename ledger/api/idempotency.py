@@ -1,13 +1,17 @@
 """``Idempotency-Key``: a retried write returns its first response and writes nothing.
 
 Not every answer is kept: a refusal whose cause can go away is decided again on the retry
-(``policy.answer_is_replayed``)."""
+(``policy.answer_is_replayed``), and so is a preview, which wrote nothing to repeat.
+
+Every kept answer says what it is about, so that an erasure of any subject it names deletes
+it: a subject, a run (whose subject it has or will learn later), or several subjects."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from enum import Enum
 
 from django.db import IntegrityError, transaction
 from rest_framework import status
@@ -16,11 +20,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from ledger.api.auth import agent_of
-from ledger.models import IdempotencyRecord, Run, Subject
+from ledger.models import Agent, IdempotencyRecord, Run, Subject
 from ledger.policy import answer_is_replayed, forbidden_character
 
 HEADER = "Idempotency-Key"
 KEY_MAX = 200
+
+
+class Unkept(Enum):
+    # A dry run: its retry computes the answer again, so nothing it listed is stored.
+    PREVIEW = "preview"
+
+
+PREVIEW = Unkept.PREVIEW
+About = Subject | Run | Sequence[Subject] | Unkept | None
 
 
 def fingerprint(request: Request) -> str:
@@ -42,13 +55,11 @@ def _replay(record: IdempotencyRecord, request: Request) -> Response:
     )
 
 
-def idempotent(
-    request: Request, write: Callable[[], tuple[Response, Subject | Run | None]]
-) -> Response:
+def idempotent(request: Request, write: Callable[[], tuple[Response, About]]) -> Response:
     """Run ``write`` once per (agent, key); store its response in the same transaction.
 
-    ``write`` also says what its answer is about: a subject, or a run, whose subject it has
-    or will learn later (an erasure of that subject deletes the answer either way)."""
+    ``write`` also says what its answer is about (``About``), or ``PREVIEW`` for an answer
+    not to keep."""
     key = request.headers.get(HEADER)
     if key is None:
         return write()[0]
@@ -67,19 +78,25 @@ def idempotent(
             if record is not None:
                 return _replay(record, request)
             response, about = write()
-            run = about if isinstance(about, Run) else None
             code = response.data.get("code", "") if isinstance(response.data, dict) else ""
-            if answer_is_replayed(response.status_code, str(code)):
-                IdempotencyRecord.objects.create(
-                    agent=agent,
-                    key=key,
-                    fingerprint=fingerprint(request),
-                    response_status=response.status_code,
-                    response_body=json.loads(JSONRenderer().render(response.data)),
-                    subject=about.subject if isinstance(about, Run) else about,
-                    run=run,
-                )
+            if about is not PREVIEW and answer_is_replayed(response.status_code, str(code)):
+                _keep(request, agent, key, response, about)
             return response
     except IntegrityError:
         # A concurrent request with the same key won; our write was rolled back with it.
         return _replay(IdempotencyRecord.objects.get(agent=agent, key=key), request)
+
+
+def _keep(request: Request, agent: Agent, key: str, response: Response, about: About) -> None:
+    run = about if isinstance(about, Run) else None
+    record = IdempotencyRecord.objects.create(
+        agent=agent,
+        key=key,
+        fingerprint=fingerprint(request),
+        response_status=response.status_code,
+        response_body=json.loads(JSONRenderer().render(response.data)),
+        subject=run.subject if run is not None else about if isinstance(about, Subject) else None,
+        run=run,
+    )
+    if isinstance(about, Sequence):
+        record.subjects.set(about)

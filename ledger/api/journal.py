@@ -168,7 +168,7 @@ RESUME_ADVICE = {
 class RunJournalView(APIView):
     """Journal an intent before acting. The same key twice returns the first entry."""
 
-    refusals = {"post": (409,)}
+    refusals = {"post": (409, 423)}
 
     @extend_schema(
         request=IntentSerializer,
@@ -244,6 +244,7 @@ class JournalViewSet(
     lookup_url_kwarg = "key"
     lookup_value_regex = JOURNAL_KEY_REGEX
     http_method_names = ["get", "patch", "head", "options"]
+    idempotent_writes = ("partial_update",)
     refusals = {"partial_update": (409, 422)}
 
     def get_queryset(self) -> QuerySet[JournalEntry]:

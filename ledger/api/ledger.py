@@ -250,6 +250,7 @@ LIST_PARAMETERS = [
 class SubjectLedgerView(APIView):
     """GET the ledger of a subject; POST a new entry about it."""
 
+    idempotent_writes = ("post",)
     refusals = {"post": (409, 422, 423)}
 
     def _subject(self, ref: str) -> Subject:
@@ -374,7 +375,10 @@ class LedgerEntryViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[Ledg
 
     serializer_class = LedgerEntrySerializer
     http_method_names = ["get", "post", "patch", "head", "options"]
-    refusals = dict.fromkeys(("promote", "supersede", "withdraw", "partial_update"), (409, 422))
+    idempotent_writes = ("promote", "supersede", "withdraw", "partial_update")
+    refusals = dict.fromkeys(
+        ("promote", "supersede", "withdraw", "partial_update"), (409, 422, 423)
+    )
 
     def get_queryset(self) -> QuerySet[LedgerEntry]:
         return entry_queryset()

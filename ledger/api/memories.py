@@ -82,10 +82,11 @@ class MemoryViewSet(
 ):
     serializer_class = MemorySerializer
     pagination_class = NewestFirst
+    idempotent_writes = ("create", "corrections", "retract")
     refusals = {
         "create": (409, 422, 423),
-        "corrections": (409, 412, 422),
-        "retract": (409, 412, 422),
+        "corrections": (409, 412, 422, 423),
+        "retract": (409, 412, 422, 423),
     }
 
     def get_queryset(self) -> QuerySet[Memory]:

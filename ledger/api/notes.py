@@ -76,6 +76,7 @@ class RunNotesView(APIView):
 
 
 class RunNoteView(APIView):
+    idempotent_writes = ("put",)
     refusals = {"put": (409, 422)}
 
     @extend_schema(request=NoteValueSerializer, responses={200: RunNoteSerializer})

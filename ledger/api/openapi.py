@@ -3,12 +3,14 @@
 Every authenticated operation can be refused for its key (401), its scope (403) and its
 agent's rate limit (429, with ``Retry-After``); an operation with a path parameter can find
 nothing (404); one that takes input can reject it (400). Refusals that depend on state
-(409, 412, 422, 423) are declared by the view in ``refusals``.
+(409, 412, 422, 423) are declared by the view in ``refusals``; tests/test_openapi.py follows
+each view's calls to the ``Refusal``s they can raise and checks each status is documented.
 
 It also states every input rule JSON Schema can state, from the declarations that check
 them: a strict text field's pattern (no invisible characters, not blank), a strict
 serializer's ``schema_rules`` across its fields, and the ``Idempotency-Key`` header on the
-writes that honour it.
+writes a view declares in ``idempotent_writes`` (tests/test_openapi.py checks that these are
+exactly the methods that call ``idempotent``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ from drf_spectacular.plumbing import ResolvedComponent
 from ledger.api.fields import StrictCharField, StrictSerializer
 from ledger.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ledger.api.idempotency import KEY_MAX as IDEMPOTENCY_KEY_MAX
-from ledger.api.idempotency import idempotent
 from ledger.policy import forbidden_character, forbidden_in_excerpt
 
 ERROR = ResolvedComponent(  # type: ignore[no-untyped-call]
@@ -64,7 +65,8 @@ DESCRIPTIONS = {
     "409": "Refused in the current state of what it acts on: the detail says why.",
     "412": "`If-Match` names a version that is no longer current.",
     "422": "Well formed, but refused by the checks: the detail says which.",
-    "423": "Refused while memory is paused for this subject.",
+    "423": "Refused while memory is paused for this subject, or while an admin has paused "
+    "or quarantined this agent.",
     "429": "Too many requests from this agent: retry after the seconds in `Retry-After`.",
 }
 RETRY_AFTER = {
@@ -192,10 +194,7 @@ class ErrorsAutoSchema(AutoSchema):
         return parameters
 
     def _honours_idempotency_key(self) -> bool:
-        # Told from the code that honours it, so the schema cannot offer it where it is not.
-        handler = getattr(self.view, self._action_name(), None)
-        code = getattr(handler, "__code__", None)
-        return code is not None and idempotent.__name__ in code.co_names
+        return self._action_name() in getattr(self.view, "idempotent_writes", ())
 
     def _idempotency_key(self) -> dict[str, Any]:
         return {

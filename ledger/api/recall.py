@@ -21,7 +21,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ledger.access import recalls_readable_by
 from ledger.actions.recalls import record_recall
 from ledger.api.auth import agent_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
@@ -264,6 +263,6 @@ class MemoryRecallsView(generics.ListAPIView[Recall]):
         memory = get_object_or_404(Memory, pk=self.kwargs["pk"])
         return (
             recalls_that_served(memory)
-            .filter(recalls_readable_by(agent_of(self.request)))
+            .readable_by(agent_of(self.request))
             .select_related("agent", "run", "subject")
         )

@@ -30,7 +30,7 @@ from ledger.actions.retractions import (
 from ledger.actors import Actor
 from ledger.api.auth import agent_of
 from ledger.api.fields import StrictBooleanField, StrictCharField, StrictSerializer
-from ledger.api.idempotency import idempotent
+from ledger.api.idempotency import PREVIEW, About, idempotent
 from ledger.api.openapi import exactly
 from ledger.api.serializers import REASON_MAX
 from ledger.models import Memory, RetractionBatch, Subject
@@ -177,7 +177,8 @@ class StaffOnly(APIView):
 
 
 class RetractionsView(StaffOnly):
-    refusals = {"post": (409, 422)}
+    idempotent_writes = ("post",)
+    refusals = {"post": (409, 422, 423)}
 
     @extend_schema(
         request=RetractionRequestSerializer,
@@ -187,21 +188,22 @@ class RetractionsView(StaffOnly):
         """Select memories by source, run, agent and/or time window: preview the selection
         (``"dry_run": true``) or delete it all in one batch with a reason."""
 
-        def write() -> tuple[Response, Subject | None]:
+        def write() -> tuple[Response, About]:
             incoming = RetractionRequestSerializer(data=request.data)
             if not incoming.is_valid():
                 return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
             selection = incoming.selection()
             if incoming.validated_data["dry_run"]:
                 preview = preview_retraction(selection)
-                return Response(PreviewSerializer(preview).data), None
+                return Response(PreviewSerializer(preview).data), PREVIEW
             batch = retract_batch(
                 selection=selection,
                 actor=Actor.for_agent(agent_of(request)),
                 reason=incoming.validated_data["reason"],
                 expected=incoming.validated_data.get("expected"),
             )
-            return Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED), None
+            answer = Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
+            return answer, list(Subject.objects.named_in(batch))
 
         return idempotent(request, write)
 
@@ -214,7 +216,8 @@ class RetractionView(StaffOnly):
 
 
 class RetractionUndoView(StaffOnly):
-    refusals = {"post": (409, 422)}
+    idempotent_writes = ("post",)
+    refusals = {"post": (409, 422, 423)}
 
     @extend_schema(request=UndoRequestSerializer, responses={200: UndoReportSerializer})
     def post(self, request: Request, pk: str) -> Response:
@@ -222,7 +225,7 @@ class RetractionUndoView(StaffOnly):
         since are listed and left alone. A second undo is refused (409)."""
         batch = get_object_or_404(RetractionBatch, pk=pk)
 
-        def write() -> tuple[Response, Subject | None]:
+        def write() -> tuple[Response, About]:
             incoming = UndoRequestSerializer(data=request.data)
             if not incoming.is_valid():
                 return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
@@ -231,6 +234,8 @@ class RetractionUndoView(StaffOnly):
                 actor=Actor.for_agent(agent_of(request)),
                 reason=incoming.validated_data["reason"],
             )
-            return Response(UndoReportSerializer(report).data), None
+            # Named by the batch's subjects: its answer lists their memories.
+            answer = Response(UndoReportSerializer(report).data)
+            return answer, list(Subject.objects.named_in(batch))
 
         return idempotent(request, write)

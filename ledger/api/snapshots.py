@@ -188,6 +188,7 @@ def _not_found(detail: str = "No run with this reference.", code: str = "not_fou
 class RunSnapshotsView(APIView):
     # GET pages with it; declared here so the schema documents the page, not a bare list.
     pagination_class = ByGeneration
+    idempotent_writes = ("post",)
     refusals = {"post": (409, 422)}
 
     @extend_schema(

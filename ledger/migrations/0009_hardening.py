@@ -273,6 +273,11 @@ class Migration(migrations.Migration):
                 to="ledger.run",
             ),
         ),
+        migrations.AddField(
+            model_name="idempotencyrecord",
+            name="subjects",
+            field=models.ManyToManyField(related_name="+", to="ledger.subject"),
+        ),
         # poison operations
         # audit rechain
         migrations.RunPython(rechain_forwards, rechain_backwards),

@@ -74,6 +74,23 @@ class ConflictView:
     def sides(self) -> int:
         return len(self.cards) + (self.commitment is not None)
 
+    @property
+    def may_keep_memory(self) -> bool:
+        return self._allows(policy.ConflictMove.KEEP_MEMORY)
+
+    @property
+    def may_keep_commitment(self) -> bool:
+        return self._allows(policy.ConflictMove.KEEP_COMMITMENT)
+
+    @property
+    def may_dismiss(self) -> bool:
+        return self._allows(policy.ConflictMove.DISMISS)
+
+    def _allows(self, move: policy.ConflictMove) -> bool:
+        return policy.allows_conflict_move(
+            move, possible=self.conflict.possible, has_commitment=self.commitment is not None
+        )
+
 
 @dataclass
 class Group:
