@@ -506,6 +506,10 @@ class RecallItem(models.Model):
     memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="recall_items")
     position = models.PositiveSmallIntegerField()
     rank = models.FloatField()
+    # Copied from the recall: a memory's reads are listed newest first from an index of
+    # its own, and the recall log is partitioned (and sharded) by these two columns.
+    subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+")
+    recalled_at = models.DateTimeField()
 
     objects = RecallItemQuerySet.as_manager()
 

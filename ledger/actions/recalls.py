@@ -33,7 +33,14 @@ def record_recall(
         )
         # Recall items keep no history, and one insert keeps the query count flat whatever k is.
         RecallItem.objects.bulk_create(
-            RecallItem(recall=recall, memory=served.memory, position=position, rank=served.rank)
+            RecallItem(
+                recall=recall,
+                memory=served.memory,
+                position=position,
+                rank=served.rank,
+                subject=result.subject,
+                recalled_at=result.recalled_at,
+            )
             for position, served in enumerate(result.served(), start=1)
         )
     return recall
