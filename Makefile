@@ -1,5 +1,7 @@
 # make run  — set up and start everything on an embedded default (SQLite, file broker).
 # make test — run the whole suite against PostgreSQL (DATABASE_URL, default local server).
+# make bench-data SCALE=N — a benchmark dataset of N memories (DATABASE_URL, default
+#   memoryadmin_bench); make bench — every hot path beside its floor, into docs/benchmarks.md.
 
 SHELL := /bin/bash
 VENV := .venv
@@ -8,11 +10,19 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/memoryadmin
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
+# Test modules run in parallel, one process per core (at most 4), each with its own test
+# database and, below TEST_BROKER_URL's number, its own Redis database. TEST_PROCESSES=0: one.
+TEST_PROCESSES ?= auto
 # The browser tests drive Debian's Chromium (a test tool's own browser download is not used).
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM
+# The benchmark's database (made if missing), its size in memories, and the Redis database
+# for its rate limits and its Celery worker's broker.
+BENCH_DATABASE_URL = $${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/memoryadmin_bench}
+SCALE ?= 100000
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/14
 
-.PHONY: run test fuzz install chromium lint fmt screenshots clean
+.PHONY: run test fuzz install chromium lint fmt screenshots clean bench-data bench
 
 # A Python >= 3.12: the first of python3.13, python3.12, python3 that is new enough,
 # then any pyenv install.
@@ -52,7 +62,7 @@ test: install chromium
 	DEBUG=1 $(PY) manage.py collectstatic --no-input -v 0
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
 	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
-	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest $(PYTEST_ARGS)
+	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest -n $(TEST_PROCESSES) --maxprocesses 4 --dist loadfile $(PYTEST_ARGS)
 
 # The OpenAPI schema against the app with many more examples than make test's (slow).
 fuzz: install
@@ -60,6 +70,19 @@ fuzz: install
 	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
 	OPENAPI_EXAMPLES=$${OPENAPI_EXAMPLES:-100} \
 	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest tests/test_openapi.py $(PYTEST_ARGS)
+
+bench-data: install
+	$(PY) -m memoryadmin.bench.servers "$(BENCH_DATABASE_URL)"
+	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=1 $(PY) manage.py migrate --no-input -v 0
+	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=1 $(PY) manage.py bench_data --scale $(SCALE) --replace
+
+# Production settings: DEBUG off, HTTPS=0 only because it is loopback; `bench` itself starts
+# gunicorn (with the connection pool on) and a Celery worker under them.
+bench: install
+	DEBUG=1 $(PY) manage.py collectstatic --no-input -v 0
+	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=0 HTTPS=0 MEMORYADMIN_EMAIL=0 \
+	SECRET_KEY=$${SECRET_KEY:-bench-only-secret-key-never-used-for-a-real-deployment} \
+	$(PY) manage.py bench --redis-url "$(BENCH_REDIS_URL)" $(BENCH_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -15,7 +15,7 @@ ones a reader needs (the policy's are the policy page's), not Django's advice on
 import dataclasses
 from collections.abc import Hashable, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django import forms
 from django.contrib import admin
@@ -23,8 +23,10 @@ from django.contrib.admin.utils import unquote
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
 from django.contrib.auth.models import Group, User
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Model
+from django.core.paginator import Paginator
+from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
+from django.utils.functional import cached_property
 from simple_history.admin import SimpleHistoryAdmin
 from simple_history.template_utils import HistoricalRecordContextHelper
 
@@ -32,21 +34,60 @@ from ledger import models
 from ledger.choices import ActorRole
 from ledger.dates import when
 from ledger.policy import POLICY_SETTINGS
+from ledger.querysets import MemoryQuerySet
 from ledger.views.presenting import Names
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Any]
     UserModelAdmin = UserAdmin[User]
     ModelForm = forms.ModelForm[Any]
+    AnyPaginator = Paginator[Any]
 else:
-    # ModelAdmin and ModelForm take no type argument at runtime.
+    # ModelAdmin, ModelForm and Paginator take no type argument at runtime.
     ModelAdmin = admin.ModelAdmin
     UserModelAdmin = UserAdmin
     ModelForm = forms.ModelForm
+    AnyPaginator = Paginator
+
+
+# How many rows an admin list counts at most: five pages of a hundred. A count of every row
+# is a scan of the whole table on each page of it (and a search's words are tested on each
+# row counted), and a table of millions says nothing more by its exact size: past this, the
+# list says "more than", and the filters or the search narrow it.
+COUNT_CAP = 500
+
+
+class CappedPaginator(AnyPaginator):
+    """Pages of an admin list, counting at most ``COUNT_CAP`` rows (one bounded query)."""
+
+    cap = COUNT_CAP
+
+    @cached_property
+    def counted(self) -> int:
+        # The admin pages querysets. Unordered: the first rows found are counted, wherever
+        # they come in the list.
+        rows = cast(QuerySet[Any], self.object_list)
+        return rows.order_by()[: self.cap + 1].count()
+
+    @cached_property
+    def count(self) -> int:
+        return min(self.counted, self.cap)
+
+    @property
+    def capped(self) -> bool:
+        """Whether there are more rows than are counted (and paged through)."""
+        return self.counted > self.cap
 
 
 class ReadOnly(ModelAdmin):
-    """No add, change or delete for anyone, superusers included; every field as text."""
+    """No add, change or delete for anyone, superusers included; every field as text.
+
+    Lists are counted up to a cap, never in full (``CappedPaginator``), and sort only by
+    the columns an index keeps in order (``sortable_by``), so that a list of millions of
+    rows costs what a list of hundreds does."""
+
+    paginator = CappedPaginator
+    show_full_result_count = False
 
     def has_add_permission(self, request: HttpRequest, obj: Model | None = None) -> bool:
         return False
@@ -168,13 +209,28 @@ class MemoryAdmin(TrackedReadOnlyAdmin):
         "expires_at",
     ]
     list_filter = ["status", "withheld", "kind", "basis"]
-    search_fields = ["statement", "subject__ref", "key"]
+    # The box is shown for these; ``get_search_results`` decides how a term is looked up.
+    search_fields = ["statement"]
+    search_help_text = (
+        "A memory's id, a subject's reference or a slot (such as contact.channel), exactly; "
+        "anything else is searched for in the statements, as words."
+    )
+    sortable_by = ["written_at"]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        # The admin narrows the model's own queryset (its filters already applied).
+        memories = cast(MemoryQuerySet, queryset)
+        return memories.looked_up(search_term.strip()), False
 
 
 @admin.register(models.Subject)
 class SubjectAdmin(TrackedReadOnlyAdmin):
     list_display = ["ref", "display_name", "owner", "memory_paused"]
+    # A part of a reference or a name: trigram indexes serve it on PostgreSQL (0010).
     search_fields = ["ref", "display_name"]
+    sortable_by = ["ref"]
 
 
 @admin.register(models.Agent)
@@ -186,12 +242,15 @@ class AgentAdmin(TrackedReadOnlyAdmin):
 class LedgerEntryAdmin(TrackedReadOnlyAdmin):
     list_display = ["fact", "subject", "kind", "status", "immutable", "expires_at"]
     list_filter = ["kind", "status"]
+    # Newest first, as an index keeps them; no column re-sorts the whole table.
+    sortable_by = ()
 
 
 @admin.register(models.JournalEntry)
 class JournalEntryAdmin(TrackedReadOnlyAdmin):
     list_display = ["action", "idempotency_key", "run", "state", "created_at"]
     list_filter = ["state"]
+    sortable_by = ["created_at"]
 
 
 @admin.register(models.RetractionBatch)
@@ -226,7 +285,17 @@ class PolicyAdmin(TrackedReadOnlyAdmin):
 @admin.register(models.WriteDecision)
 class WriteDecisionAdmin(ReadOnlyAdmin):
     list_display = ["decided_at", "outcome", "code", "agent", "subject", "reason"]
-    list_filter = ["outcome", "code"]
+    # A filter by code would list every code there is: a scan of every decision, each page.
+    list_filter = ["outcome"]
+    search_fields = ["code"]
+    search_help_text = "A refusal's code, exactly (such as system_of_record)."
+    sortable_by = ["decided_at"]
+
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet[Any], search_term: str
+    ) -> tuple[QuerySet[Any], bool]:
+        term = search_term.strip()
+        return (queryset.filter(code=term) if term else queryset), False
 
 
 # What the people admin shows. The password (its hash) is nobody's to read, and permissions

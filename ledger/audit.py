@@ -395,7 +395,9 @@ class Table:
                 older |= Q(**{at: after.at})
             elif self.kind == after.kind:
                 older |= Q(**{at: after.at, f"{pk}__lt": after.id})
-            rows = rows.filter(older)
+            # The bound alone is what the table's (filter, time, id) index starts from: an
+            # "older" page then reads as little as the first one.
+            rows = rows.filter(Q(**{f"{at}__lte": after.at}) & older)
         return list(rows.order_by(f"-{self.at_field}", f"-{self.id_field}")[:limit])
 
     def key(self, row: Any) -> tuple[datetime, str, int]:

@@ -21,12 +21,13 @@ clears when the row they point at is deleted (``history_user_id``, ``PersonChang
 are left out of the hash, so that deleting a person does not break the audit; the actor
 in words (``history_actor``, ``PersonChange.actor``) is in it.
 
-Sealing runs after each commit that wrote history (``seal_after_commit``, from
-``ledger.signals``), from a Celery beat task every minute, and at the start of
-``manage.py verify_audit``. One sealer at a time works on a table (a PostgreSQL advisory
-lock, tried and skipped if taken); writers take no lock at all. Rows are sealed in id
-order; a row whose transaction commits after a later row was sealed is sealed on the next
-pass, with the next seq: the chain's order is the seals', not the rows'.
+Sealing runs in a Celery task that a commit which wrote history queues (``seal_after_commit``,
+from ``ledger.signals``; ``SEAL_DELAY_SECONDS`` later, so one run seals a burst of commits),
+from a Celery beat task every minute, and at the start of ``manage.py verify_audit``. The
+writer itself runs no sealing query. One sealer at a time works on a table (a PostgreSQL
+advisory lock, tried and skipped if taken); writers take no lock at all. Rows are sealed in
+id order; a row whose transaction commits after a later row was sealed is sealed on the
+next pass, with the next seq: the chain's order is the seals', not the rows'.
 
 A release that changes what a seal covers (a column added, a field made erasable) reseals
 in its migration (``reseal``), each chain checked first as the release before sealed it
@@ -37,15 +38,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import time
 import zlib
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from functools import cache
 from typing import Any
 from uuid import UUID
 
+from celery import current_app
 from django.apps import apps
 from django.apps.registry import Apps
 from django.db import IntegrityError, connections, models, transaction
@@ -53,12 +57,27 @@ from django.db.migrations.recorder import MigrationRecorder
 from django.db.models import Count, Exists, Min, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
+from kombu.exceptions import KombuError
 
 from ledger.actions.erasure import ERASABLE, ERASURE_REASONS, Erasable, blank_value
 from ledger.models import AuditSeal, Erasure
 
-# Rows sealed in one transaction: a commit's hook seals one batch, a full pass many.
+logger = logging.getLogger(__name__)
+
+# Rows sealed in one transaction: a pass seals as many batches as it needs.
 SEAL_BATCH = 500
+# A commit's sealer runs this long after it is queued: the commits of the same process that
+# follow in that time, to the same tables, leave their rows to it, so a burst of writes
+# queues about one task a second per process instead of one per write.
+SEAL_DELAY_SECONDS = 1
+# A queued sealer that waited longer than this is dropped unrun: the beat's pass, every
+# minute, has sealed its rows since.
+SEAL_EXPIRES_SECONDS = 60
+# A process that could not queue a sealer (the broker down) leaves its commits to the
+# beat's pass for this long before it tries again, so an outage slows one write a minute
+# per process, not every write.
+SEAL_RETRY_SECONDS = 60
+SEAL_TASK = "ledger.tasks.seal_written"
 # A row committed after a later row was sealed (its transaction ran long) is found by the
 # beat task's pass if it was written this recently; an older one by verify_audit's.
 LATE_COMMIT = timedelta(minutes=15)
@@ -287,9 +306,9 @@ def _take_sealer_lock(chain: Chain, using: str, *, wait: bool = False) -> bool:
 def seal_batch(chain: Chain, *, late_since: datetime | None = None, using: str = "default") -> int:
     """Seal up to ``SEAL_BATCH`` rows of one table, oldest id first; how many.
 
-    It looks for rows above the highest one sealed, which is cheap (a commit's hook does
-    only this); with ``late_since``, also for rows written since then that committed after
-    a later row was sealed (the beat task's pass).
+    It looks for rows above the highest one sealed, which is cheap (the sealer a commit
+    queues does only this); with ``late_since``, also for rows written since then that
+    committed after a later row was sealed (the beat task's pass).
     """
     highest = _sealed(chain, using).order_by("-row_id").values("row_id")[:1]
     wanted = Q(**{f"{chain.row_id}__gt": Coalesce(Subquery(highest), 0)})
@@ -354,41 +373,112 @@ def seal_pending(*, full: bool = False, max_batches: int = 100) -> int:
     pass). Otherwise (the beat task) up to ``max_batches`` batches a table, of the rows
     above the highest sealed one and of the last ``LATE_COMMIT``'s.
     """
+    if full:
+        return sum(seal_table(chain) for chain in chains())
     late_since = timezone.now() - LATE_COMMIT
+    return sum(
+        _seal_batches(chain, late_since=late_since, using="default", max_batches=max_batches)
+        for chain in chains()
+    )
+
+
+def seal_written(tables: Iterable[str], *, using: str = "default", max_batches: int = 100) -> int:
+    """Seal the rows above the highest sealed one in each of ``tables`` (the task commits
+    queue); how many. A table this release does not chain (named by a message an older
+    release queued) is passed over: the beat's pass seals whatever it held."""
+    known = {chain.table: chain for chain in chains()}
+    return sum(
+        _seal_batches(known[table], late_since=None, using=using, max_batches=max_batches)
+        for table in tables
+        if table in known
+    )
+
+
+def _seal_batches(
+    chain: Chain, *, late_since: datetime | None, using: str, max_batches: int
+) -> int:
     total = 0
-    for chain in chains():
-        if full:
-            total += seal_table(chain)
-            continue
-        for _ in range(max_batches):
-            sealed = seal_batch(chain, late_since=late_since)
-            total += sealed
-            if sealed < SEAL_BATCH:
-                break
+    for _ in range(max_batches):
+        sealed = seal_batch(chain, late_since=late_since, using=using)
+        total += sealed
+        if sealed < SEAL_BATCH:
+            break
     return total
 
 
-@dataclass(frozen=True)
+@dataclass(eq=False)
 class _SealAfterCommit:
-    """One batch of one table, sealed once its writer's transaction has committed."""
+    """The tables one transaction wrote chained rows to, for the sealer once it commits."""
 
-    table: str
     using: str
+    tables: set[str] = field(default_factory=set)
 
     def __call__(self) -> None:
-        seal_batch(chain_for(self.table), using=self.using)
+        queue_sealer(self.tables, using=self.using)
 
 
 def seal_after_commit(table: str, using: str) -> None:
-    """Seal ``table``'s new rows when the current transaction commits: once per
-    transaction and table, however many rows it writes. Never fails the writer: a sealer
-    that cannot run now (the lock taken, an error) leaves the rows to the next pass."""
-    callback = _SealAfterCommit(table, using)
-    # Each entry is (savepoints, callback, robust); a callback queued inside a savepoint
-    # that rolls back goes with it, and the next write queues it again.
-    if any(entry[1] == callback for entry in connections[using].run_on_commit):
+    """Have ``table``'s new rows sealed once the current transaction commits: one sealer
+    for the transaction, however many tables and rows it writes."""
+    # Each entry is (savepoints, callback, robust).
+    for entry in connections[using].run_on_commit:
+        callback = entry[1]
+        if isinstance(callback, _SealAfterCommit):
+            # Each savepoint that callback was queued in is either released or still open
+            # around this write (one rolled back takes its callbacks with it), so the row
+            # commits with the callback or not at all.
+            callback.tables.add(table)
+            return
+    # Robust: whatever goes wrong queuing it is logged, and never fails a write that has
+    # already committed; the beat's pass seals its rows.
+    transaction.on_commit(_SealAfterCommit(using, {table}), using=using, robust=True)
+
+
+# (database, table) → the monotonic time until which a sealer queued by this process has
+# yet to start: a commit's rows in that table are left to it. Per process: nothing is
+# shared, and a second process queues its own (at worst, two runs where one would do).
+_queued_until: dict[tuple[str, str], float] = {}
+
+
+def queue_sealer(tables: Iterable[str], *, using: str) -> None:
+    """Queue the sealer task (``SEAL_TASK``) for those of ``tables`` no queued run of this
+    process will reach; with ``CELERY_TASK_ALWAYS_EAGER`` (no worker), seal them now.
+
+    A commit left to a queued run is sealed by it: the run starts ``SEAL_DELAY_SECONDS``
+    after it was queued, and so after every commit it was left. A worker whose clock runs
+    ahead may start it early; whatever it misses, the beat's pass seals within a minute."""
+    eager = current_app.conf.task_always_eager
+    now = time.monotonic()
+    due = sorted(
+        table for table in tables if eager or _queued_until.get((using, table), 0.0) <= now
+    )
+    if not due:
         return
-    transaction.on_commit(callback, using=using, robust=True)
+    if eager:
+        seal_written(due, using=using)
+        return
+    for table in due:
+        _queued_until[(using, table)] = now + SEAL_DELAY_SECONDS
+    try:
+        # By name: the web process need not have imported the tasks module.
+        current_app.send_task(
+            SEAL_TASK,
+            (due, using),
+            countdown=SEAL_DELAY_SECONDS,
+            expires=SEAL_EXPIRES_SECONDS,
+            # One attempt: a write must not wait on a broker that is down.
+            retry=False,
+        )
+    except (KombuError, OSError) as error:
+        for table in due:
+            _queued_until[(using, table)] = now + SEAL_RETRY_SECONDS
+        logger.warning(
+            "The audit sealer could not be queued (%s): the beat's pass seals the new rows "
+            "of %s; this process tries again in %s seconds.",
+            error,
+            ", ".join(due),
+            SEAL_RETRY_SECONDS,
+        )
 
 
 # --- verifying ---------------------------------------------------------------------------

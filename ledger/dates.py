@@ -13,9 +13,9 @@ from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 from django.utils.dateformat import format as format_date
+from django.utils.dates import MONTHS
 
 WHEN_FORMAT = "j F Y, H:i T"
-DAY_FORMAT = "j F Y"
 
 
 def _local(value: datetime) -> datetime:
@@ -32,12 +32,16 @@ def when(value: datetime | None) -> str:
 
 
 def day(value: date | datetime | None) -> str:
-    """A calendar day; a datetime is first taken to the local zone, so the day is right."""
+    """A calendar day; a datetime is first taken to the local zone, so the day is right.
+
+    Django's "j F Y" written out, as its formatting says it (the month's name in the
+    active language): a page of cards says hundreds of days, and parsing the format for
+    each was a tenth of the subject page's time."""
     if value is None or value == "":
         return ""
     if isinstance(value, datetime):
         value = _local(value)
-    return format_date(value, DAY_FORMAT)
+    return f"{value.day} {MONTHS[value.month]} {value.year:04d}"
 
 
 # The days people may ask about: wide enough for any record, narrow enough that a day's

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
+from functools import cache
+from typing import Any
 
 from django.conf import settings
-from django.db import models
+from django.db import connections, models
 from django.db.models import Q
+from django.db.models.expressions import RawSQL
 from simple_history.models import HistoricalRecords
 
 from ledger import choices
@@ -40,10 +43,46 @@ class ActorHistory(models.Model):
         max_length=10, choices=choices.ActorRole.choices, blank=True, default=""
     )
     # A plain number, not a key: the audit of a subject outlives nothing it points at.
-    history_subject_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    # Indexed with the time, by ``AuditedRecords``.
+    history_subject_id = models.BigIntegerField(null=True, blank=True)
 
     class Meta:
         abstract = True
+
+
+# The audit's filters, each with the log's order (newest first) after it, so that a page of
+# one person's, one role's or one subject's changes is read from the start of an index,
+# however rare they are in the table. On every history table, as ``h<model>_<suffix>``.
+AUDIT_INDEXES = {
+    "subject": "history_subject_id",
+    "actor": "history_actor",
+    "role": "history_role",
+}
+
+
+class AuditedRecords(HistoricalRecords):  # type: ignore[misc]
+    """simple-history's records, with the indexes the audit log reads them by."""
+
+    def get_meta_options(self, model: type[models.Model]) -> dict[str, Any]:
+        options: dict[str, Any] = super().get_meta_options(model)
+        prefix = f"h{model._meta.model_name}"[:13]
+        options["indexes"] = [
+            *(
+                models.Index(
+                    fields=[column, "-history_date", "-history_id"], name=f"{prefix}_{suffix}"
+                )
+                for suffix, column in AUDIT_INDEXES.items()
+            ),
+            # Deletions are rare among changes: found by their own index, not by reading
+            # every change for them. Creations and changes are common enough to be found
+            # on the way down the table's order.
+            models.Index(
+                fields=["-history_date", "-history_id"],
+                name=f"{prefix}_deleted",
+                condition=Q(history_type="-"),
+            ),
+        ]
+        return options
 
 
 def tracked(*, untracked: tuple[str, ...] = ()) -> HistoricalRecords:
@@ -51,7 +90,7 @@ def tracked(*, untracked: tuple[str, ...] = ()) -> HistoricalRecords:
 
     ``untracked`` columns are not changes anyone makes (a key's last use): history never
     holds them, so updating them in place goes behind nobody's back."""
-    return HistoricalRecords(
+    return AuditedRecords(
         bases=[ActorHistory],
         history_change_reason_field=models.TextField(null=True),
         cascade_delete_history=False,
@@ -170,6 +209,8 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-started_at"]
+        # The subject page lists a person's latest runs.
+        indexes = [models.Index(fields=["subject", "-started_at"], name="run_subject_recent")]
 
     def __str__(self) -> str:
         return self.ref
@@ -303,6 +344,8 @@ class Memory(models.Model):
             # Recall and the subject page: a subject's live memories by expiry.
             models.Index(fields=["subject", "status", "expires_at"], name="memory_subject_live"),
             models.Index(fields=["subject", "key"], name="memory_subject_key"),
+            # The Django admin finds a slot's memories across subjects.
+            models.Index(fields=["key"], name="memory_key", condition=~Q(key="")),
             models.Index(fields=["subject", "normalized"], name="memory_subject_normalized"),
             # The expiry sweep and review reminders.
             models.Index(
@@ -382,6 +425,32 @@ def default_system_of_record_keys() -> list[str]:
     return ["billing.address", "billing.email", "contact.email", "contact.phone", "payment.method"]
 
 
+# Where ``Policy.read_along`` puts the policy on the row of another query.
+POLICY_ALONG = "policy_in_force"
+
+
+@cache
+def _policy_as_json(using: str) -> str:
+    """The policy's row as one JSON object, in SQL for the database ``using``. Written once
+    per process, not built from expressions on every request: it goes with every API
+    call's key lookup.
+
+    PostgreSQL nests a JSON column as it is; SQLite holds one as text, which ``json()``
+    turns back into JSON so that it nests rather than arrives as a string.
+    """
+    connection = connections[using]
+    quote = connection.ops.quote_name
+    pairs = []
+    for field in Policy._meta.concrete_fields:
+        assert field.column is not None  # as every concrete field's
+        column = quote(field.column)
+        if connection.vendor == "sqlite" and isinstance(field, models.JSONField):
+            column = f"json({column})"
+        pairs.append(f"'{field.attname}', {column}")
+    build = "jsonb_build_object" if connection.vendor == "postgresql" else "json_object"
+    return f"SELECT {build}({', '.join(pairs)}) FROM {quote(Policy._meta.db_table)} WHERE id = 1"
+
+
 class Policy(models.Model):
     """The write policy admins can change. One row (pk=1); see ``Policy.current``."""
 
@@ -419,6 +488,26 @@ class Policy(models.Model):
         and the first change (``ledger.actions.policy.change_policy``) stores them."""
         return cls.objects.filter(pk=1).first() or cls(pk=1)
 
+    @classmethod
+    def read_along(cls) -> dict[str, RawSQL]:
+        """An annotation that reads the policy in force inside another query, so that reading
+        it costs no statement of its own (the API's key lookup carries it: see
+        ``ledger.api.auth.policy_of``). Never stale: the statement reads the row as
+        committed when it runs, whichever process changed it; nothing is cached.
+        """
+        sql = _policy_as_json(cls.objects.db)
+        return {POLICY_ALONG: RawSQL(sql, (), output_field=models.JSONField())}
+
+    @classmethod
+    def read_from(cls, row: models.Model) -> Policy:
+        """The policy ``read_along`` brought with ``row``; the defaults if it is not stored."""
+        stored = getattr(row, POLICY_ALONG)
+        if stored is None:
+            return cls(pk=1)
+        fields = cls._meta.concrete_fields
+        values = [f.to_python(stored[f.attname]) for f in fields]
+        return cls.from_db(row._state.db, [f.attname for f in fields], values)
+
     def ttl_days(self, kind: str) -> int:
         return int(getattr(self, f"ttl_{kind}_days"))
 
@@ -446,6 +535,11 @@ class WriteDecision(models.Model):
 
     class Meta:
         ordering = ["-decided_at", "-id"]
+        # The Django admin lists every decision newest first, or those of one code.
+        indexes = [
+            models.Index(fields=["-decided_at", "-id"], name="write_decision_newest"),
+            models.Index(fields=["code", "-decided_at", "-id"], name="write_decision_code"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.outcome}: {self.reason}"
@@ -489,6 +583,8 @@ class Recall(models.Model):
     goal = models.TextField(blank=True, default="")
     k = models.PositiveSmallIntegerField()
     block = models.TextField()
+    # The partition key of the recall log on PostgreSQL (ledger.recall_log): the database's
+    # primary key is (id, recalled_at); ids still come from one sequence, unique.
     recalled_at = models.DateTimeField()
 
     objects = RecallQuerySet.as_manager()
@@ -502,8 +598,17 @@ class Recall(models.Model):
 
 
 class RecallItem(models.Model):
-    recall = models.ForeignKey(Recall, on_delete=models.CASCADE, related_name="items")
-    memory = models.ForeignKey(Memory, on_delete=models.CASCADE, related_name="recall_items")
+    # On PostgreSQL the recall log is partitioned by month (ledger.recall_log), and the
+    # database links an item to its recall by (recall_id, recalled_at), cascading; Django
+    # manages no constraint of its own here. ``recall_item_once`` (recall first) finds a
+    # recall's items and ``recall_item_memory_recent`` a memory's, so neither key needs an
+    # index of its own.
+    recall = models.ForeignKey(
+        Recall, on_delete=models.CASCADE, related_name="items", db_constraint=False, db_index=False
+    )
+    memory = models.ForeignKey(
+        Memory, on_delete=models.CASCADE, related_name="recall_items", db_index=False
+    )
     position = models.PositiveSmallIntegerField()
     rank = models.FloatField()
     # Copied from the recall: a memory's reads are listed newest first from an index of
@@ -516,7 +621,14 @@ class RecallItem(models.Model):
     class Meta:
         ordering = ["position"]
         constraints = [
-            models.UniqueConstraint(fields=["recall", "memory"], name="recall_item_once")
+            # The partition key is in it, as PostgreSQL requires; an item's time is its recall's.
+            models.UniqueConstraint(
+                fields=["recall", "memory", "recalled_at"], name="recall_item_once"
+            )
+        ]
+        indexes = [
+            # A memory's reads, newest first (its history page), and its reads' counts.
+            models.Index(fields=["memory", "-recalled_at"], name="recall_item_memory_recent")
         ]
 
     def __str__(self) -> str:
@@ -608,6 +720,8 @@ class LedgerEntry(models.Model):
         ]
         indexes = [
             models.Index(fields=["subject", "status", "expires_at"], name="ledger_subject_live"),
+            # The Django admin lists every entry, newest first.
+            models.Index(fields=["-recorded_at", "-id"], name="ledger_newest"),
             models.Index(
                 fields=["expires_at"], name="ledger_expiring", condition=Q(status="active")
             ),
@@ -654,7 +768,11 @@ class JournalEntry(models.Model):
                 name="journal_state_valid",
             ),
         ]
-        indexes = [models.Index(fields=["state", "created_at"], name="journal_state_age")]
+        indexes = [
+            models.Index(fields=["state", "created_at"], name="journal_state_age"),
+            # The Django admin lists every entry, newest first.
+            models.Index(fields=["-created_at", "-id"], name="journal_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.action} ({self.state})"

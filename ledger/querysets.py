@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import operator
 import uuid
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -9,7 +11,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorExact
 from django.db import connections, models
-from django.db.models import Count, Exists, F, Max, OuterRef, Q, Subquery
+from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, Subquery, Value, When
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
@@ -22,6 +24,7 @@ from ledger.choices import (
     JournalState,
     LedgerKind,
     LedgerStatus,
+    MemoryKind,
     MemoryStatus,
 )
 from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY, RETRACTABLE_MEMORY
@@ -57,16 +60,67 @@ def _between(field: str, start: datetime | None, end: datetime | None) -> Q:
     return window
 
 
+# Rules a query may need to ask of a related row: ``via`` is the path to it ("memory__"),
+# so that a query joining the row asks the same rule as the row's own QuerySet method.
+
+
+def servable_memory(now: datetime, via: str = "") -> Q:
+    """What an agent may be given: active, not past its expiry at ``now``, and not withheld
+    by the person."""
+    return Q(**{f"{via}status": MemoryStatus.ACTIVE, f"{via}withheld": False}) & (
+        Q(**{f"{via}expires_at__isnull": True}) | Q(**{f"{via}expires_at__gt": now})
+    )
+
+
+def ledger_entry_in_force(now: datetime, via: str = "") -> Q:
+    """Active and not past expiry at ``now``, whatever the sweep has done so far."""
+    return Q(**{f"{via}status": LedgerStatus.ACTIVE}) & (
+        Q(**{f"{via}expires_at__isnull": True}) | Q(**{f"{via}expires_at__gt": now})
+    )
+
+
+def open_conflict(via: str = "") -> Q:
+    return Q(**{f"{via}status": ConflictStatus.OPEN})
+
+
 class SubjectQuerySet(models.QuerySet["Subject"]):
     def visible_to(self, user: access.Person) -> SubjectQuerySet:
         return self.filter(access.visible_subjects(user))
 
     def with_memory_counts(self) -> SubjectQuerySet:
-        """Each subject's ``active`` and ``pending`` memories, counted in the same query."""
+        """Each subject's ``active`` and ``pending`` memories, counted in the same query.
+
+        Each count is a subquery of its row, so a list of the first subjects counts the
+        memories of those alone, never of every subject before it is cut."""
+        memories = self.model._meta.get_field("memories").related_model
+
+        def counted(status: str) -> Coalesce:
+            # COUNT(*): read from the index on (subject, status) alone, no row fetched.
+            rows = (
+                memories._default_manager.filter(subject=OuterRef("pk"), status=status)
+                .order_by()
+                .values("subject")
+                .annotate(n=Count("*"))
+                .values("n")
+            )
+            return Coalesce(Subquery(rows), 0)
+
         return self.annotate(
-            active=Count("memories", filter=Q(memories__status=MemoryStatus.ACTIVE)),
-            pending=Count("memories", filter=Q(memories__status=MemoryStatus.PENDING)),
+            active=counted(MemoryStatus.ACTIVE), pending=counted(MemoryStatus.PENDING)
         )
+
+    def with_status_counts(self) -> SubjectQuerySet:
+        """Each subject's memories counted by status (``count_<status>``, every status of
+        ``MemoryStatus``) and whether it has an open conflict (``in_conflict``), in the
+        same query as the subjects."""
+        counts = {
+            f"count_{status}": Count("memories", filter=Q(memories__status=status))
+            for status in MemoryStatus.values
+        }
+        conflicted = self.model.objects.filter(
+            pk=OuterRef("pk"), conflicts__status=ConflictStatus.OPEN
+        )
+        return self.annotate(**counts, in_conflict=Exists(conflicted))
 
     def named_in(self, batch: RetractionBatch) -> SubjectQuerySet:
         """The subjects a batch retraction took memories from."""
@@ -85,12 +139,9 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return self.filter(status__in=LIVE_MEMORY)
 
     def servable(self, now: datetime | None = None) -> MemoryQuerySet:
-        """What an agent may be given: active, not past its expiry at this moment, and not
-        withheld by the person. The one filter every recall path (ranking, conflicts) uses."""
-        now = now or timezone.now()
-        return self.filter(status=MemoryStatus.ACTIVE, withheld=False).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-        )
+        """What an agent may be given (``servable_memory``) at ``now``, by default this
+        moment. The one rule every recall path (ranking, conflicts) asks."""
+        return self.filter(servable_memory(now or timezone.now()))
 
     def in_slot(self, subject: Subject, key: str) -> MemoryQuerySet:
         return self.filter(subject=subject, key=key)
@@ -104,19 +155,52 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         return self.filter(status__in=LIVE_MEMORY, review_at__lte=now)
 
     def found_by(self, text: str) -> MemoryQuerySet:
-        """Support's search box: memories whose statement matches ``text``, whose subject's
-        reference or name contains it, or that it names by source, run or agent.
+        """Support's search box: memories matching any of ``search_matches(text)``."""
+        return self.filter(functools.reduce(operator.or_, self.search_matches(text)))
 
-        A memory has many sources, so they are matched in a subquery: each memory once.
+    def search_matches(self, text: str, *, by_subject: bool = True) -> list[Q]:
+        """Each way a memory matches support's search box, one condition each, every one
+        served by an index of its own: its statement matches ``text``, its subject's
+        reference or name contains it (unless ``by_subject`` is false: a page that found
+        no such subject says so), or ``text`` names it by source, run or agent.
+
+        A list, so that a page can find its first rows by each way apart and merge them
+        (``ledger.views.paging.keyset_page``): ORed in one query, they would read every
+        memory. A memory has many sources, so they are matched in a subquery: each once.
         """
-        return self.filter(
-            _statement_matches(self.db, text)
-            | Q(subject__ref__icontains=text)
-            | Q(subject__display_name__icontains=text)
-            | Q(pk__in=self.filter(sources__ref=text).values("pk"))
-            | Q(run__ref=text)
-            | Q(agent__name__iexact=text)
-        )
+        subjects = self.model._meta.get_field("subject").related_model._default_manager
+        agents = self.model._meta.get_field("agent").related_model._default_manager
+        agent = agents.filter(name__iexact=text)
+        matches = [
+            _statement_matches(self.db, text),
+            Q(pk__in=self.filter(sources__ref=text).values("pk")),
+            Q(run__ref=text),
+            # The agent named is looked up first, once (the Exists): when none is, no
+            # memory is read for this way at all.
+            Q(Exists(agent), agent__in=agent),
+        ]
+        if by_subject:
+            named = subjects.filter(Q(ref__icontains=text) | Q(display_name__icontains=text))
+            matches.append(Q(subject__in=named))
+        return matches
+
+    def looked_up(self, text: str) -> MemoryQuerySet:
+        """The Django admin's search: ``text`` exactly as a memory's id, a subject's
+        reference or a slot key; when it is none of these, the words of the statement (as
+        support's search matches them). Each an index lookup, never a substring test of
+        every row."""
+        if not text:
+            return self
+        try:
+            return self.filter(pk=uuid.UUID(text))
+        except ValueError:
+            pass
+        # A subquery of one value, run once: the lookup of the subject's memories is then
+        # by index, as the slot's is.
+        subject = self.model._meta.get_field("subject").related_model
+        named = subject._default_manager.filter(ref=text).values("pk")[:1]
+        exact = self.filter(Q(subject_id=Subquery(named)) | Q(key=text))
+        return exact if exact.exists() else self.filter(_statement_matches(self.db, text))
 
     def written_between(self, start: datetime | None, end: datetime | None) -> MemoryQuerySet:
         """Written at or after ``start`` and before ``end``; either may be left open."""
@@ -137,11 +221,46 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         """What a person's page lists by default: what they may still act on."""
         return self.filter(status__in=ACTIONABLE_MEMORY)
 
+    def in_subject_page_order(self) -> MemoryQuerySet:
+        """As the subject page lists them, a page at a time: the questions (pending) first,
+        then each kind under its heading (``MemoryKind``'s order), newest first."""
+        return self.alias(page_heading=_page_heading()).order_by(
+            "page_heading", "-written_at", "-pk"
+        )
+
+    def subject_page_counts(self) -> dict[str, int]:
+        """How many of these each heading of the subject page holds, in one query:
+        ``pending`` (the questions), then each kind of the rest, in the page's order."""
+        pending = Q(status=MemoryStatus.PENDING)
+        counted = {MemoryStatus.PENDING.value: Count("pk", filter=pending)}
+        for kind in MemoryKind.values:
+            counted[kind] = Count("pk", filter=Q(kind=kind) & ~pending)
+        return self.order_by().aggregate(**counted)
+
+    def position_on_subject_page(self, memory: Memory) -> int | None:
+        """How many of these come before ``memory`` in the subject page's order (so which
+        page holds it), or None when it is not among them. One query."""
+        heading = _heading_of(memory)
+        before = (
+            Q(page_heading__lt=heading)
+            | Q(page_heading=heading, written_at__gt=memory.written_at)
+            | Q(page_heading=heading, written_at=memory.written_at, pk__gt=memory.pk)
+        )
+        found = (
+            self.order_by()
+            .alias(page_heading=_page_heading())
+            .aggregate(before=Count("pk", filter=before), here=Count("pk", filter=Q(pk=memory.pk)))
+        )
+        return found["before"] if found["here"] else None
+
     def written_in(self, run: Run) -> MemoryQuerySet:
         """What a run wrote: memories it created, and any whose evidence came from it (a
         repeat the gate merged into an earlier memory)."""
-        # Sources are matched in a subquery, so a memory with many of them comes once.
-        return self.filter(Q(run=run) | Q(pk__in=self.filter(sources__run=run).values("pk")))
+        # One subquery of both ways, each by its index on the run: ORed, the two would
+        # have every memory read. A memory with many sources from the run comes once.
+        created = self.model._default_manager.filter(run=run).values("pk")
+        evidenced = self.model._default_manager.filter(sources__run=run).values("pk")
+        return self.filter(pk__in=created.union(evidenced))
 
     def matching(self, text: str) -> MemoryQuerySet:
         """A person's search within their memories: every word must appear in the statement."""
@@ -206,6 +325,27 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             author_role=Subquery(first.values("history_role")[:1]),
             author_reason=Subquery(first.values("history_change_reason")[:1]),
         )
+
+
+# The subject page's headings in order: its questions (pending), then each kind of the rest.
+PAGE_HEADINGS: tuple[str, ...] = (MemoryStatus.PENDING, *MemoryKind.values)
+
+
+def _page_heading() -> Case:
+    """The place of a memory's heading among ``PAGE_HEADINGS``, in SQL."""
+    return Case(
+        When(status=MemoryStatus.PENDING, then=Value(0)),
+        *(When(kind=kind, then=Value(n)) for n, kind in enumerate(MemoryKind.values, start=1)),
+        default=Value(len(PAGE_HEADINGS)),
+    )
+
+
+def _heading_of(memory: Memory) -> int:
+    """``_page_heading`` of one memory already loaded."""
+    if memory.status == MemoryStatus.PENDING:
+        return 0
+    kinds = list(MemoryKind.values)
+    return kinds.index(memory.kind) + 1 if memory.kind in kinds else len(PAGE_HEADINGS)
 
 
 class SourceQuerySet(models.QuerySet["Source"]):
@@ -274,19 +414,21 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
         return self.filter(memory__in=list(memories))
 
     def about(self, subject: Subject) -> RecallItemQuerySet:
-        """Every memory of ``subject`` any agent was given (recalls carry their subject)."""
-        return self.filter(recall__subject=subject)
+        """Every memory of ``subject`` any agent was given (an item carries its recall's
+        subject and time, so none of these reads needs the recall itself)."""
+        return self.filter(subject=subject)
 
     def recalled_between(self, start: datetime | None, end: datetime | None) -> RecallItemQuerySet:
-        """Served by recalls made at or after ``start`` and before ``end`` (either open)."""
-        return self.filter(_between("recall__recalled_at", start, end))
+        """Served by recalls made at or after ``start`` and before ``end`` (either open): on
+        PostgreSQL only the months in between are read."""
+        return self.filter(_between("recalled_at", start, end))
 
     def served_since(self, moments: Mapping[uuid.UUID, datetime]) -> RecallItemQuerySet:
         """Each memory named in ``moments`` as served by recalls made at or after its own
         moment (a correction's original, since the correction was written), in one filter."""
         since = Q(pk__in=[])
         for memory_id, at in moments.items():
-            since |= Q(memory_id=memory_id, recall__recalled_at__gte=at)
+            since |= Q(memory_id=memory_id, recalled_at__gte=at)
         return self.filter(since)
 
     def recalls_per_memory(self) -> models.QuerySet[Any, RecallsRow]:
@@ -295,19 +437,25 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
         return (
             self.order_by()
             .values("memory_id")
-            .annotate(recalls=Count("pk"), last_read=Max("recall__recalled_at"))
+            .annotate(recalls=Count("pk"), last_read=Max("recalled_at"))
             .order_by("-recalls", "-last_read", "memory_id")
         )
+
+    def joined_in_month(self) -> RecallItemQuerySet:
+        """Joined to their recalls on time as well as id (an item's time is its recall's), so
+        that PostgreSQL looks for each recall in its own month of the partitioned log."""
+        return self.filter(recall__recalled_at=F("recalled_at"))
 
     def usage_per_memory(self) -> models.QuerySet[Any, UsageRow]:
         """One row per memory: ``memory_id``, ``conversations`` and ``last_read``."""
         return (
-            self.order_by()
+            self.joined_in_month()
+            .order_by()
             .values("memory_id")
             .annotate(
                 conversations=Count("recall__run", distinct=True)
                 + Count("pk", filter=Q(recall__run__isnull=True)),
-                last_read=Max("recall__recalled_at"),
+                last_read=Max("recalled_at"),
             )
         )
 
@@ -315,14 +463,15 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
         """One row per conversation, latest first: ``run`` (its ref, None outside any run),
         ``agent`` (its name), ``reads`` and ``last_read``."""
         return (
-            self.annotate(conversation=Coalesce("recall__run_id", F("recall_id") * -1))
+            self.joined_in_month()
+            .annotate(conversation=Coalesce("recall__run_id", F("recall_id") * -1))
             .order_by()
             .values("conversation")
             .annotate(
                 run=F("recall__run__ref"),
                 agent=F("recall__agent__name"),
                 reads=Count("pk"),
-                last_read=Max("recall__recalled_at"),
+                last_read=Max("recalled_at"),
             )
             .order_by("-last_read", "-conversation")
         )
@@ -330,7 +479,7 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
 
 class ConflictQuerySet(models.QuerySet["Conflict"]):
     def open(self) -> ConflictQuerySet:
-        return self.filter(status=ConflictStatus.OPEN)
+        return self.filter(open_conflict())
 
     def visible_to(self, user: access.Person) -> ConflictQuerySet:
         return self.filter(access.visible_subjects(user, via="subject__"))
@@ -338,11 +487,8 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
 
 class LedgerEntryQuerySet(models.QuerySet["LedgerEntry"]):
     def in_force(self, now: datetime | None = None) -> LedgerEntryQuerySet:
-        """Active and not past expiry at this moment, whatever the sweep has done so far."""
-        now = now or timezone.now()
-        return self.filter(status=LedgerStatus.ACTIVE).filter(
-            Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-        )
+        """In force (``ledger_entry_in_force``) at ``now``, by default this moment."""
+        return self.filter(ledger_entry_in_force(now or timezone.now()))
 
     def stale(self, now: datetime | None = None) -> LedgerEntryQuerySet:
         now = now or timezone.now()

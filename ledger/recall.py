@@ -14,17 +14,25 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import groupby
+from operator import attrgetter
 from typing import TYPE_CHECKING, TypedDict
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.db import connections
-from django.db.models import Case, F, IntegerField, Prefetch, QuerySet, Value, When
+from django.db.models import BooleanField, Case, Exists, F, IntegerField, QuerySet, Value, When
 from django.utils import timezone
 
 from ledger.choices import StatedBy
 from ledger.models import Conflict, LedgerEntry, Memory, Recall, Subject
 from ledger.policy import forbidden_character, normalize_statement
-from ledger.querysets import SEARCH_CONFIG, RecallQuerySet
+from ledger.querysets import (
+    SEARCH_CONFIG,
+    RecallQuerySet,
+    ledger_entry_in_force,
+    open_conflict,
+    servable_memory,
+)
 
 if TYPE_CHECKING:
     # django-stubs' helper ships with the type checker, not with the app.
@@ -112,10 +120,55 @@ class RecallResult:
 def recall(
     *, subject: Subject, goal: str, k: int, now: datetime | None = None, nonce: str | None = None
 ) -> RecallResult:
-    """What an agent is given about ``subject`` for ``goal`` at this moment."""
+    """What an agent is given about ``subject`` for ``goal`` at this moment: one query, and
+    a second only when the subject has open conflicts."""
     now = now or timezone.now()
-    memories = tuple(rank_memories(subject=subject, goal=goal, k=k, now=now))
-    conflicts = tuple(open_conflicts(subject=subject, now=now))
+    candidates = Memory.objects.for_subject(subject).servable(now)
+    conflicted = Conflict.objects.open().filter(subject=subject)
+    memories = rank_memories(candidates=_flagged(candidates, conflicted), goal=goal, k=k)
+    return _served(subject=subject, goal=goal, k=k, memories=memories, now=now, nonce=nonce)
+
+
+def recall_about(
+    *, ref: str, goal: str, k: int, now: datetime | None = None, nonce: str | None = None
+) -> RecallResult | None:
+    """``recall`` for the subject whose reference is ``ref``, found by the ranking query
+    itself; None when there is no such subject.
+
+    A subject with no servable memory gives the ranking no row to carry it: only then is it
+    looked up on its own (and it has no conflict to show, for want of two statements).
+    """
+    now = now or timezone.now()
+    candidates = Memory.objects.filter(subject__ref=ref).servable(now).select_related("subject")
+    conflicted = Conflict.objects.open().filter(subject__ref=ref)
+    memories = rank_memories(candidates=_flagged(candidates, conflicted), goal=goal, k=k)
+    subject = memories[0].memory.subject if memories else Subject.objects.filter(ref=ref).first()
+    if subject is None:
+        return None
+    return _served(subject=subject, goal=goal, k=k, memories=memories, now=now, nonce=nonce)
+
+
+# Set on every ranked memory: whether its subject has any open conflict.
+_CONFLICTED = "subject_has_open_conflicts"
+
+
+def _flagged(candidates: QuerySet[Memory], conflicted: QuerySet[Conflict]) -> QuerySet[Memory]:
+    # The subquery does not depend on the row: the database evaluates it once per query.
+    return candidates.annotate(**{_CONFLICTED: Exists(conflicted)})
+
+
+def _served(
+    *,
+    subject: Subject,
+    goal: str,
+    k: int,
+    memories: list[Ranked],
+    now: datetime,
+    nonce: str | None,
+) -> RecallResult:
+    # Without a servable memory no conflict has two statements left to show.
+    flagged = bool(memories) and getattr(memories[0].memory, _CONFLICTED)
+    conflicts = tuple(open_conflicts(subject=subject, now=now)) if flagged else ()
     block = render_block(
         subject_ref=subject.ref,
         memories=[r.memory for r in memories],
@@ -126,7 +179,7 @@ def recall(
         subject=subject,
         goal=goal,
         k=k,
-        memories=memories,
+        memories=tuple(memories),
         conflicts=conflicts,
         block=block,
         recalled_at=now,
@@ -134,10 +187,12 @@ def recall(
 
 
 def recalls_that_served(memory: Memory) -> RecallQuerySet:
-    """The recalls that put ``memory`` into an agent's context, with its position and rank."""
-    return Recall.objects.filter(items__memory=memory).annotate(
-        position=F("items__position"), rank=F("items__rank")
-    )
+    """The recalls that put ``memory`` into an agent's context, with its position and rank.
+    Joined on the item's time as well as its recall: newest first comes from the index of
+    the item's memory and time, and on PostgreSQL each item finds its recall in its month."""
+    return Recall.objects.filter(
+        items__memory=memory, items__recalled_at=F("recalled_at")
+    ).annotate(position=F("items__position"), rank=F("items__rank"))
 
 
 def goal_terms(goal: str) -> list[str]:
@@ -146,10 +201,10 @@ def goal_terms(goal: str) -> list[str]:
     return list(terms)[:GOAL_TERMS_MAX]
 
 
-def rank_memories(*, subject: Subject, goal: str, k: int, now: datetime) -> list[Ranked]:
-    """At most ``k`` servable memories of ``subject``, best first, in one query."""
+def rank_memories(*, candidates: QuerySet[Memory], goal: str, k: int) -> list[Ranked]:
+    """At most ``k`` of ``candidates`` (a subject's servable memories), best first, in one
+    query."""
     terms = goal_terms(goal)
-    candidates = Memory.objects.for_subject(subject).servable(now)
     if not terms:
         return [Ranked(m, 0.0) for m in recent_queryset(candidates)[:k]]
     return rank_by_terms(candidates, terms, k)
@@ -209,37 +264,44 @@ def plain_ranking(candidates: QuerySet[Memory], terms: list[str], k: int) -> lis
 
 
 def open_conflicts(*, subject: Subject, now: datetime) -> list[ConflictGroup]:
-    """Open conflicts about ``subject`` that still have two statements an agent may see."""
-    conflicts = (
-        Conflict.objects.open()
-        .filter(subject=subject)
-        .order_by("possible", "key", "id")
-        .prefetch_related(
-            Prefetch(
-                "memories",
-                queryset=Memory.objects.servable(now).order_by("written_at", "id"),
-                to_attr="servable_memories",
-            ),
-            Prefetch(
-                "commitment",
-                queryset=LedgerEntry.objects.in_force(now),
-                to_attr="commitment_in_force",
-            ),
+    """Open conflicts about ``subject`` that still have two statements an agent may see.
+
+    One query: a row per contender an agent may be given, carrying its conflict and the
+    conflict's commitment, with whether that commitment is still in force. The rules are
+    asked of the joined rows themselves, which keeps the query cheap to plan.
+    """
+    in_force = ledger_entry_in_force(now, via="conflict__commitment__")
+    contenders = (
+        Conflict.memories.through.objects.filter(
+            open_conflict(via="conflict__"),
+            servable_memory(now, via="memory__"),
+            conflict__subject=subject,
+        )
+        .select_related("memory", "conflict__commitment")
+        .annotate(
+            commitment_in_force=Case(
+                When(in_force, then=Value(True)), default=Value(False), output_field=BooleanField()
+            )
+        )
+        .order_by(
+            "conflict__possible", "conflict__key", "conflict_id", "memory__written_at", "memory_id"
         )
     )
     groups = []
-    for conflict in conflicts:
-        members = tuple(conflict.servable_memories)  # type: ignore[attr-defined]
-        commitment = getattr(conflict, "commitment_in_force", None)
+    for _, rows in groupby(contenders, key=attrgetter("conflict_id")):
+        members = list(rows)
+        conflict = members[0].conflict
+        live = members[0].commitment_in_force  # type: ignore[attr-defined]
+        commitment = conflict.commitment if live else None
         fact = {normalize_statement(commitment.fact)} if commitment else set()
-        statements = {m.normalized for m in members} | fact
+        statements = {m.memory.normalized for m in members} | fact
         # A retracted or expired contender leaves one statement: nothing left to choose.
         if len(statements) > 1:
             groups.append(
                 ConflictGroup(
                     id=conflict.pk,
                     key=conflict.key,
-                    memories=members,
+                    memories=tuple(m.memory for m in members),
                     possible=conflict.possible,
                     commitment=commitment,
                 )

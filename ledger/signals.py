@@ -1,5 +1,6 @@
 """Stamp every history row with the actor the write function named, refuse a tracked
-row changed without one, and seal the audit's new rows once their transaction commits.
+row changed without one, and have the audit's new rows sealed once their transaction
+commits (``audit_chain.seal_after_commit``: by a Celery task, not by the writer).
 
 A tracked row that reaches ``save()`` or ``delete()`` without an actor was changed
 outside ``ledger.actions``: it is refused before anything is written, so a write that
@@ -69,5 +70,7 @@ def subject_of(instance: Any) -> int | None:
 
 
 def _is_tracked(model: type) -> bool:
-    # simple-history puts a ``history`` manager on each model it tracks, and only on those.
-    return model._meta.app_label == "ledger" and hasattr(model, "history")  # type: ignore[attr-defined]
+    # simple-history marks each model it tracks in its options, and only those. (Asking for
+    # the ``history`` manager itself builds a manager class on every call: every save.)
+    options = model._meta  # type: ignore[attr-defined]
+    return options.app_label == "ledger" and hasattr(options, "simple_history_manager_attribute")

@@ -8,13 +8,14 @@ must be safe to run twice, and is.
 from __future__ import annotations
 
 from smtplib import SMTPException
+from typing import Any
 
 from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from ledger import audit_chain
-from ledger.actions import expiry, reminders
+from ledger.actions import expiry, recall_log, reminders
 
 # Lost connections, deadlocks and mail-server trouble pass; retry soon, a few times, with
 # a short capped backoff rather than a long countdown the broker might redeliver early.
@@ -56,5 +57,18 @@ def send_reminders() -> dict[str, int]:
 
 @shared_task(name="ledger.tasks.seal_audit", **RETRY)  # type: ignore[untyped-decorator]
 def seal_audit() -> dict[str, int]:
-    """Seal the history rows no commit sealed (its sealer was busy, or it committed late)."""
+    """Seal the history rows no commit's sealer did (it was busy, dropped, or the row
+    committed late)."""
     return {"sealed": audit_chain.seal_pending()}
+
+
+@shared_task(name=audit_chain.SEAL_TASK, **RETRY)  # type: ignore[untyped-decorator]
+def seal_written(tables: list[str], using: str = "default") -> dict[str, int]:
+    """Seal what the commits that queued this wrote to ``tables`` (``audit_chain.queue_sealer``)."""
+    return {"sealed": audit_chain.seal_written(tables, using=using)}
+
+
+@shared_task(name="ledger.tasks.keep_recall_log", **RETRY)  # type: ignore[untyped-decorator]
+def keep_recall_log() -> dict[str, Any]:
+    """Make the recall log's next months, drop those past the retention."""
+    return recall_log.keep_recall_log().as_dict()

@@ -167,6 +167,13 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=0)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default has the web server, its worker (sealing the audit after each
+    # write) and the README's commands writing one file at once: a writer waits its turn
+    # (taking the write lock when its transaction begins, so it never fails half way).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_bool(
     "DATABASE_POOL", True
 ):
@@ -343,6 +350,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": _SEAL_EVERY,
         "options": {"expires": _SEAL_EVERY},
     },
+    # The recall log: next months' partitions made ahead, months past the retention dropped
+    # (ledger.actions.recall_log). Hourly, though a day's pause costs nothing.
+    "keep-recall-log": {
+        "task": "ledger.tasks.keep_recall_log",
+        "schedule": 3600,
+        "options": {"expires": 3600},
+    },
 }
 
 # MEMORYADMIN_EMAIL=0: this install sends no e-mail. Reminders are kept on the dashboard,
@@ -390,6 +404,15 @@ MEMORYADMIN_SITE_URL: str = os.environ.get("MEMORYADMIN_SITE_URL", "http://127.0
 )
 # Where people are told to write when they need a person; empty hides the offer.
 MEMORYADMIN_SUPPORT_EMAIL: str = os.environ.get("MEMORYADMIN_SUPPORT_EMAIL", "")
+# How long the recall log (which agent read what, and the exact block) keeps a read: on
+# PostgreSQL whole months past this are dropped (ledger.actions.recall_log), so a read is
+# kept this long and at most a month more. Support's traces reach back as far.
+MEMORYADMIN_RECALL_RETENTION_DAYS: int = env_int("MEMORYADMIN_RECALL_RETENTION_DAYS", 180)
+if MEMORYADMIN_RECALL_RETENTION_DAYS < 1:
+    raise ImproperlyConfigured(
+        "MEMORYADMIN_RECALL_RETENTION_DAYS must be 1 or more; to keep reads for years, say "
+        "how many days (3650 is ten years)."
+    )
 # Journal intents that have not reported back after this long must be checked by hand.
 MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES: int = env_int(
     "MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15

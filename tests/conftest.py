@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
@@ -21,6 +22,20 @@ from ledger.actors import Actor
 from ledger.models import Agent, Memory
 
 SUBJECT = "acct_4b71c9e20d8af315"
+
+
+def _redis_of_this_test_process() -> str:
+    """``CELERY_TEST_BROKER_URL`` for one test process: under pytest-xdist, worker ``gwN``
+    takes the database N below the given one, so parallel workers never share a queue or
+    a rate counter (each also has its own test database)."""
+    url = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    server, _, number = url.rpartition("/")
+    return f"{server}/{int(number or 0) - worker}"
+
+
+# Redis for the tests that need a real broker or counter store.
+TEST_REDIS_URL = _redis_of_this_test_process()
 
 VALID_BODY: dict[str, Any] = {
     "subject": SUBJECT,

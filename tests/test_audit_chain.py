@@ -19,7 +19,9 @@ from django.db.utils import ProgrammingError
 from django.test.utils import CaptureQueriesContext
 
 from ledger import audit_chain
+from ledger.actions.agents import create_agent
 from ledger.actions.erasure import REASON_REMOVED, erase_subject
+from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import correct_memory
@@ -30,6 +32,7 @@ from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.models import (
     Agent,
+    AgentKey,
     AuditSeal,
     JournalEntry,
     Memory,
@@ -395,30 +398,46 @@ def test_a_backlog_is_sealed_batch_by_batch_in_id_order(
 
 
 @pytest.mark.parametrize("count", [1, 12])
-def test_a_commit_seals_each_table_once_however_many_rows_it_wrote(
-    remember: Callable[..., Memory],
+def test_a_commit_queues_one_sealer_for_every_table_it_wrote_which_seals_them_all(
     django_capture_on_commit_callbacks: Any,
     django_assert_max_num_queries: Any,
     count: int,
 ) -> None:
     with django_capture_on_commit_callbacks() as queued:
+        agent = create_agent(name="sealed-agent", scopes=["write"], actor=Actor.system("test"))[0]
         for n in range(count):
-            remember(f"Fact number {n} of {count}.", subject=f"acct_{count}_{n}")
-    sealers = [c for c in queued if isinstance(c, audit_chain._SealAfterCommit)]
-    histories = {Subject, Memory, Source}
-    assert sorted(s.table for s in sealers) == sorted(
-        m.history.model._meta.db_table for m in histories
-    )
-    # Each: a savepoint, the lock, the last seal, the rows waiting, the seals, a release.
-    with django_assert_max_num_queries(6 * len(sealers)):
-        for sealer in sealers:
-            sealer()
+            write_memory(
+                agent=agent,
+                data=MemoryInput(
+                    subject=f"acct_{count}_{n}",
+                    kind="preference",
+                    statement=f"Fact number {n} of {count}.",
+                    basis="stated",
+                    source=SourceInput(kind="user_message", ref="msg_1"),
+                ),
+            )
+    # The writer runs no sealing query: it hands the tables it wrote to one sealer.
+    (sealer,) = [c for c in queued if isinstance(c, audit_chain._SealAfterCommit)]
+    tracked = {Agent, AgentKey, Subject, Memory, Source}
+    assert sealer.tables == {m.history.model._meta.db_table for m in tracked}
+    # What the sealer task does, each table: a savepoint, the lock, the last seal, the rows
+    # waiting, the seals, a release.
+    with django_assert_max_num_queries(6 * len(tracked)):
+        audit_chain.seal_written(sealer.tables)
     assert not audit_chain._unsealed(audit_chain.chain_for(MEMORY_HISTORY)).exists()
 
 
 @pytest.mark.django_db(transaction=True)
-def test_seals_appear_once_a_write_commits(remember: Callable[..., Memory]) -> None:
-    memory = remember("Prefers email over telephone.")
+def test_seals_appear_once_a_write_commits_when_tasks_run_at_once(
+    remember: Callable[..., Memory],
+) -> None:
+    """With no worker (``CELERY_TASK_ALWAYS_EAGER``) the commit seals its own rows; with
+    one, the sealer it queues does (``tests/test_write_cost.py``)."""
+    app.conf.task_always_eager = True
+    try:
+        memory = remember("Prefers email over telephone.")
+    finally:
+        app.conf.task_always_eager = settings.CELERY_TASK_ALWAYS_EAGER
     rows = Memory.history.filter(id=memory.pk).values_list("history_id", flat=True)
     seals = AuditSeal.objects.filter(table=MEMORY_HISTORY, row_id__in=list(rows))
     assert seals.count() == len(rows) == 1

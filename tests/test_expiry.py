@@ -5,19 +5,26 @@ Time is travelled with time_machine; the real-worker behaviour is in ``test_work
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from django.conf import settings
+from django.db import connection, connections, transaction
+from django.db.models import Count
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from ledger import audit_chain
+from ledger.actions._tracking import save_tracked
 from ledger.actions.expiry import expire_due as expire_now
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import renew_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
+from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
 from ledger.tasks import expire_due
 from memoryadmin.celery import app
@@ -227,3 +234,200 @@ def test_beat_schedule_names_the_registered_tasks() -> None:
     assert schedule["send-reminders"]["task"] in app.tasks
     # A message nobody took within one period is dropped: the next one does the same work.
     assert schedule["expire-due"]["options"]["expires"] == schedule["expire-due"]["schedule"]
+
+
+# The set-based batches: what they cost, and that they write what the ORM wrote.
+
+
+def due_rows(count: int, *, prefix: str) -> list[Any]:
+    """``count`` due memories, a third of them in keyed slots, inserted in bulk (no
+    history: what is measured is the sweep's own)."""
+    subject = Subject.objects.bulk_create([Subject(ref=f"acct_{prefix}")])[0]
+    return Memory.objects.bulk_create(
+        Memory(
+            subject=subject,
+            kind="preference",
+            key=f"slot.{n % 7}" if n % 3 == 0 else "",
+            statement=f"{prefix} fact number {n}.",
+            normalized=f"{prefix.lower()} fact number {n}.",
+            basis="stated",
+            written_at=WRITTEN,
+            expires_at=WRITTEN + timedelta(days=1, seconds=n),
+        )
+        for n in range(count)
+    )
+
+
+def statements(queries: CaptureQueriesContext) -> list[str]:
+    # Savepoints are the test's transaction around each batch, not work the batch does.
+    return [q["sql"].split()[0] for q in queries.captured_queries if "SAVEPOINT" not in q["sql"]]
+
+
+def test_a_batch_of_fifty_and_a_batch_of_five_hundred_cost_the_same_queries(
+    clock: Callable[[datetime], None],
+) -> None:
+    clock(WRITTEN + timedelta(days=2))
+    costs = []
+    for count, prefix in ((50, "Small"), (500, "Large")):
+        rows = due_rows(count, prefix=prefix)
+        with CaptureQueriesContext(connection) as queries:
+            run = expire_now(batch_size=1000)
+        assert run.memories == count
+        assert Memory.objects.filter(pk__in=[m.pk for m in rows], status="expired").count() == count
+        costs.append(statements(queries))
+    # Per batch: the UPDATE … RETURNING, the history INSERT … SELECT and the conflict query;
+    # then the ledger entries' UPDATE, which finds none.
+    assert costs[0] == costs[1] == ["WITH", "WITH", "SELECT", "WITH"]
+    assert Memory.history.filter(history_actor="system:expiry").count() == 550
+
+
+def orm_expiry(row: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The row and its history row as the ORM path wrote them (one ``save_tracked`` per
+    row, before the sweep was set-based), rolled back: the yardstick for the sweep's."""
+    with transaction.atomic():
+        row.status = "expired"
+        fields = ["status"]
+        if hasattr(row, "status_changed_at"):
+            row.status_changed_at = timezone.now()
+            fields.append("status_changed_at")
+        save_tracked(
+            row,
+            actor=Actor.system("expiry"),
+            reason=f"Expired: its expiry, {when(row.expires_at)}, has passed.",
+            update_fields=fields,
+            bump_version=True,
+        )
+        written = as_stored(row)
+        transaction.set_rollback(True)
+    return written
+
+
+def as_stored(row: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every column of the row and of its latest history row, but the history row's id."""
+    history = type(row).history.model
+    columns = [f.attname for f in history._meta.concrete_fields if not f.primary_key]
+    latest = history.objects.filter(id=row.pk).order_by("-history_id").values(*columns)
+    return type(row).objects.filter(pk=row.pk).values().get(), latest.first()
+
+
+def test_history_the_sweep_writes_is_the_history_the_orm_wrote(
+    remember: Callable[..., Memory], agent: Any, clock: Callable[[datetime], None]
+) -> None:
+    clock(WRITTEN)
+    # Seconds past the minute: the reason names the minute, as every page does.
+    memory = remember(
+        "Prefers calls in the morning.",
+        key="contact.time",
+        expires_at=WRITTEN + timedelta(days=1, seconds=42),
+        expires_omitted=False,
+    )
+    entry = record_ledger_entry(
+        subject=memory.subject,
+        agent=agent,
+        fact="Do not email the supplier until the dispute closes.",
+        kind="commitment",
+        source=SourceInput(kind="user_message", ref="msg_9"),
+        expires_at=WRITTEN + timedelta(days=1, seconds=42),
+    )
+    clock(WRITTEN + timedelta(days=2))
+    by_orm = [orm_expiry(Memory.objects.get(pk=memory.pk)), orm_expiry(entry)]
+    entry.refresh_from_db()
+    assert entry.status == "active"
+
+    expire_now()
+    by_sweep = [as_stored(memory), as_stored(entry)]
+    assert by_sweep == by_orm
+    (_, history), _ = by_sweep
+    assert history["history_change_reason"] == (
+        "Expired: its expiry, 11 January 2026, 09:00 UTC, has passed."
+    )
+    assert (history["history_actor"], history["history_role"]) == ("system:expiry", "system")
+    assert history["history_subject_id"] == memory.subject_id
+
+
+def test_the_audit_chain_follows_after_a_sweep(
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
+) -> None:
+    clock(WRITTEN)
+    memories = [expiring(remember, f"Fact number {n}.", days=1) for n in range(3)]
+    clock(WRITTEN + timedelta(days=2))
+    expire_now()
+    # What the sealer a commit queues does, then the whole check verify_audit makes.
+    assert audit_chain.seal_pending(full=True) >= len(memories)
+    checks = audit_chain.verify()
+    assert [check.finding for check in checks] == [None] * len(checks)
+    assert all(check.unsealed == 0 for check in checks)
+
+
+def test_a_possible_conflict_closes_when_its_keyless_side_expires(
+    remember: Callable[..., Memory], clock: Callable[[datetime], None]
+) -> None:
+    clock(WRITTEN)
+    expiring(remember, "Never telephone about billing.", days=1)
+    expiring(remember, "Happy to be phoned about billing at any time.", days=90)
+    conflict = Conflict.objects.open().get(possible=True)
+    clock(WRITTEN + timedelta(days=2))
+    expire_now()
+    conflict.refresh_from_db()
+    assert conflict.status == "resolved"
+    assert conflict.history.first().history_actor == "system:expiry"
+
+
+def test_a_possible_conflict_closes_when_its_commitment_expires(
+    remember: Callable[..., Memory], agent: Any, clock: Callable[[datetime], None]
+) -> None:
+    clock(WRITTEN)
+    subject = expiring(remember, "Prefers email over telephone.", days=90).subject
+    record_ledger_entry(
+        subject=subject,
+        agent=agent,
+        fact="Never telephone about billing.",
+        kind="commitment",
+        source=SourceInput(kind="user_message", ref="msg_commit"),
+        expires_at=WRITTEN + timedelta(days=7),
+    )
+    expiring(remember, "Happy to be phoned about billing at any time.", days=90)
+    conflict = Conflict.objects.open().get(possible=True, commitment__isnull=False)
+    clock(WRITTEN + timedelta(days=8))
+    assert expire_now().ledger_entries == 1
+    conflict.refresh_from_db()
+    assert conflict.status == "resolved"
+    assert conflict.history.first().history_actor == "system:expiry"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_sweeps_at_once_expire_each_row_once_and_skip_a_held_row(
+    clock: Callable[[datetime], None],
+) -> None:
+    clock(WRITTEN + timedelta(days=2))
+    rows = due_rows(120, prefix="Race")
+    held = rows[0]
+    runs: list[int] = []
+    with transaction.atomic():
+        # A writer holds one due row: both sweeps pass it by instead of waiting.
+        Memory.objects.select_for_update().get(pk=held.pk)
+        start = threading.Barrier(2)
+
+        def sweep() -> None:
+            try:
+                start.wait()
+                runs.append(expire_now(batch_size=7).memories)
+            finally:
+                connections.close_all()
+
+        threads = [threading.Thread(target=sweep) for _ in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert sum(runs) == 119
+    assert Memory.objects.get(pk=held.pk).status == "active"
+    assert expire_now().memories == 1
+    expired = Memory.objects.filter(pk__in=[m.pk for m in rows])
+    assert set(expired.values_list("status", "version")) == {("expired", 2)}
+    per_row = (
+        Memory.history.filter(history_actor="system:expiry")
+        .values("id")
+        .annotate(n=Count("history_id"))
+    )
+    assert sorted(row["n"] for row in per_row) == [1] * 120

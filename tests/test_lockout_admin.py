@@ -228,6 +228,23 @@ def test_the_people_page_reads_lockouts_in_a_fixed_number_of_queries(
     assert queries() == one
 
 
+def waiting_for_a_lock(sessions: int, seconds: float = 30.0) -> None:
+    """Return once ``sessions`` other connections to this database wait on a row lock."""
+    deadline = time.monotonic() + seconds
+    with connection.cursor() as cursor:
+        while True:
+            # Activity is read once per transaction unless the snapshot is cleared.
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
+            if cursor.fetchone()[0] >= sessions:
+                return
+            assert time.monotonic() < deadline, f"{sessions} lifts never waited for the lock"
+            time.sleep(0.02)
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_admins_lifting_at_once_lift_and_record_it_once(
     dana_locked: User, admin: Client, make_person: Callable[..., User]
@@ -249,7 +266,7 @@ def test_two_admins_lifting_at_once_lift_and_record_it_once(
         threads = [threading.Thread(target=lift, args=(client,)) for client in clients]
         for thread in threads:
             thread.start()
-        time.sleep(1)
+        waiting_for_a_lock(2)
     for thread in threads:
         thread.join()
     assert sorted(answers) == [302, 409]

@@ -27,12 +27,12 @@ from django.db import connection
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
 from ledger.models import Memory, RateCounter
-from tests.conftest import SUBJECT, agent_client, body
+from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
 
 ROOT = Path(__file__).resolve().parent.parent
 URL = "/api/v1/memories"
 RECALL = f"/api/v1/subjects/{SUBJECT}/recall"
-TEST_REDIS = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+TEST_REDIS = TEST_REDIS_URL
 # Mid-window, so no test straddles two windows.
 NOON = datetime(2026, 11, 2, 12, 0, 10, tzinfo=UTC)
 

@@ -53,13 +53,14 @@ def crowded(remember: Callable[..., Memory]) -> Subject:
 
 
 @pytest.mark.parametrize("goal", ["refund order", ""])
-def test_reading_takes_three_queries_whatever_k_is(
+def test_reading_takes_two_queries_whatever_k_is(
     crowded: Subject, django_assert_num_queries, goal: str
 ) -> None:
     cap = Policy.current().recall_cap
     for k in (1, cap):
-        # The servable memories, the open conflicts, and their servable statements.
-        with django_assert_num_queries(3):
+        # The servable memories, which say the subject has open conflicts; then those
+        # conflicts with their servable statements.
+        with django_assert_num_queries(2):
             result = recall(subject=crowded, goal=goal, k=k)
         assert len(result.memories) == k
 

@@ -33,11 +33,11 @@ from django.db import connection
 from django.utils import timezone
 
 from ledger.models import Conflict, Memory, Reminder
-from tests.conftest import SUBJECT
+from tests.conftest import SUBJECT, TEST_REDIS_URL
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
-BROKER = os.environ.get("CELERY_TEST_BROKER_URL", "redis://127.0.0.1:6379/15")
+BROKER = TEST_REDIS_URL
 BATCH = 5
 EXPIRE = "ledger.tasks.expire_due"
 REMIND = "ledger.tasks.send_reminders"

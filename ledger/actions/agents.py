@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from ledger import access, policy
@@ -148,11 +149,14 @@ USE_RESOLUTION = timedelta(minutes=1)
 
 
 def note_key_use(key: AgentKey, now: datetime) -> None:
-    """Remember when ``key`` was last used, for the keys page."""
+    """Remember when ``key`` was last used, for the keys page: at most once a minute, so a
+    busy key costs one UPDATE a minute, not one a request."""
     if key.last_used_at is not None and now - key.last_used_at < USE_RESOLUTION:
         return
-    # A plain update, outside the history: a key's use is not somebody changing it.
-    AgentKey.objects.filter(pk=key.pk).update(last_used_at=now)
+    # A plain update, outside the history: a key's use is not somebody changing it. Its
+    # condition stops other processes that read the same old stamp from writing it again.
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lte=now - USE_RESOLUTION)
+    AgentKey.objects.filter(stale, pk=key.pk).update(last_used_at=now)
     key.last_used_at = now
 
 

@@ -1,28 +1,48 @@
 """Forgetting on schedule: memories and ledger entries past their expiry become expired.
 
-Work is done in bounded batches, each its own short transaction. A batch locks its rows
-with ``SELECT … FOR NO KEY UPDATE SKIP LOCKED``: two workers running at once take disjoint
-rows, a row another run already expired no longer matches, and a worker killed mid-batch
-leaves nothing behind because its transaction rolls back. Running this any number of
-times therefore expires each row once and writes one history row for it. (``NO KEY``
-because a concurrent write may add the row to a conflict, which only needs a key-share
-lock on it; a plain ``FOR UPDATE`` would make that write wait for the batch.)
+Work is done in bounded batches, each its own short transaction of the same three
+statements whatever its size: one ``UPDATE … RETURNING`` that expires the batch, one
+``INSERT … SELECT`` that writes its history rows, and one query that finds and locks the
+open conflicts it touches (each of those, rarely more than a few, is then brought up to
+date with ``refresh_conflict``).
+
+The ``UPDATE`` takes its rows from a CTE that locks them with ``SELECT … FOR NO KEY UPDATE
+SKIP LOCKED``: two workers running at once take disjoint rows, a row another run already
+expired no longer matches, and a worker killed mid-batch leaves nothing behind because its
+transaction rolls back. Running this any number of times therefore expires each row once
+and writes one history row for it. (``NO KEY`` because a concurrent write may add the row
+to a conflict, which only needs a key-share lock on it; a plain ``FOR UPDATE`` would make
+that write wait for the batch.) The CTE is ``MATERIALIZED`` so that the locking select runs
+exactly once: folded into the ``UPDATE`` as a subquery, it could be run again and skip, or
+take, other rows.
+
+Each history row is the one ``save_tracked`` would have written through the ORM: every
+column of the row as the ``UPDATE`` left it, copied in SQL, and the columns only history
+has (``_history_values``), with the same actor, role, subject and reason. Rows written in
+SQL send no signal, so the batch asks for their sealing into the audit chain itself, as
+``ledger.signals`` does for the ORM's. SQLite (``make run``) runs the same statements, with
+the batch's reasons in a ``VALUES`` list rather than two arrays: it has ``UPDATE …
+RETURNING`` and materialised CTEs, and no row locks, which its one worker does not need.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import QuerySet
+from django.core.exceptions import ImproperlyConfigured
+from django.db import connections, models, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from ledger.actions._tracking import save_tracked
-from ledger.actions.slots import refresh_conflict
+from ledger import audit_chain
+from ledger.actions.slots import refresh_conflict, settle_possible_conflicts
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory
@@ -77,56 +97,213 @@ def expire_due(
 
 def _expire_memory_batch(*, now: datetime, size: int) -> int:
     with transaction.atomic():
-        batch = _expire_batch(Memory.objects.due_to_expire(now), now=now, size=size)
-        _settle_slots({(m.subject_id, m.key) for m in batch if m.key})
-    return len(batch)
+        due = Memory.objects.due_to_expire(now)
+        expired = _expire_batch(due, now=now, size=size)
+        if expired:
+            batch = _among(expired, due)
+            # The conflicts an expired memory is a side of, and its slot's (the same, unless
+            # a slot's conflict has fallen behind its memories): found from the batch's rows
+            # through indexes, so the cost does not grow with the open conflicts.
+            sides = Conflict.memories.through.objects.filter(memory__in=batch)
+            slot = (
+                Conflict.objects.open()
+                .filter(possible=False, subject=OuterRef("subject"), key=OuterRef("key"))
+                .order_by()
+                .values("pk")[:1]
+            )
+            slots = Memory.objects.filter(pk__in=batch, key__gt="")
+            touched = sides.values("conflict").union(slots.values(slot_conflict=Subquery(slot)))
+            _settle(Conflict.objects.open().filter(pk__in=touched))
+    return len(expired)
 
 
 def _expire_ledger_batch(*, now: datetime, size: int) -> int:
     with transaction.atomic():
-        return len(_expire_batch(LedgerEntry.objects.due_to_expire(now), now=now, size=size))
+        due = LedgerEntry.objects.due_to_expire(now)
+        expired = _expire_batch(due, now=now, size=size)
+        if expired:
+            # A commitment no longer in force leaves its possible conflicts one-sided.
+            batch = _among(expired, due)
+            _settle(Conflict.objects.open().filter(possible=True, commitment__in=batch))
+    return len(expired)
+
+
+def _among(ids: list[Any], due: QuerySet[Any]) -> RawSQL:
+    """A batch's ids, as the database returned them, as a subquery to match with ``__in``:
+    one array parameter on PostgreSQL, a ``VALUES`` list elsewhere. The ORM would prepare
+    a list of them again one id at a time, which at 500 ids takes longer than the query."""
+    connection = connections[due.db]
+    if connection.vendor == "postgresql":
+        pk = _field(due.model, "pk")
+        return RawSQL(f"SELECT unnest(%s::{pk.db_type(connection)}[])", [ids])
+    return RawSQL(f"VALUES {', '.join(['(%s)'] * len(ids))}", ids)
+
+
+def _settle(touched: QuerySet[Conflict]) -> None:
+    """Bring the open conflicts a batch touched up to date, in one query for all of them.
+
+    They are locked first, in id order: two workers expiring both sides of one conflict
+    would otherwise each resolve it and write two history rows, and locking in different
+    orders could deadlock. Closing a subject's one-sided possible conflicts is done once.
+    """
+    settled: set[int] = set()
+    locked = touched.select_for_update(of=("self",)).select_related("subject").order_by("pk")
+    for conflict in locked:
+        if not conflict.possible:
+            refresh_conflict(subject=conflict.subject, key=conflict.key, actor=EXPIRY)
+        elif conflict.subject_id not in settled:
+            settle_possible_conflicts(subject=conflict.subject, actor=EXPIRY)
+        settled.add(conflict.subject_id)
 
 
 def _expire_batch(due: QuerySet[Any], *, now: datetime, size: int) -> list[Any]:
-    """Lock up to ``size`` due rows nobody else holds and mark each expired, with history."""
-    batch = list(
-        due.select_for_update(skip_locked=True, no_key=True).order_by("expires_at", "pk")[:size]
+    """Expire up to ``size`` due rows nobody else holds, with one history row each, in two
+    statements; the ids of the rows expired, as the database returned them."""
+    model = due.model
+    connection = connections[due.db]
+    pk, expires_at = _field(model, "pk"), _field(model, "expires_at")
+    version = _column(_field(model, "version"), connection)
+    locked = due.select_for_update(skip_locked=True, no_key=True).order_by("expires_at", "pk")
+    compiler = locked.values("pk")[:size].query.get_compiler(connection=connection)
+    lock_sql, lock_params = compiler.as_sql()
+    changes = [(_field(model, "status"), model.Status.EXPIRED)]
+    if any(field.name == "status_changed_at" for field in model._meta.concrete_fields):
+        changes.append((_field(model, "status_changed_at"), now))
+    assignments = [f"{_column(field, connection)} = %s" for field, _ in changes]
+    assignments.append(f"{version} = {version} + 1")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH due (pk) AS MATERIALIZED ({lock_sql})"
+            f" UPDATE {connection.ops.quote_name(model._meta.db_table)}"
+            f" SET {', '.join(assignments)}"
+            f" WHERE {_column(pk, connection)} IN (SELECT pk FROM due)"
+            f" RETURNING {_column(pk, connection)}, {_column(expires_at, connection)}",
+            [
+                *lock_params,
+                *(field.get_db_prep_save(value, connection) for field, value in changes),
+            ],
+        )
+        returned = cursor.fetchall()
+        if not returned:
+            return []
+        read = _reader(expires_at, connection)
+        expired = [(row_id, read(end)) for row_id, end in returned]
+        cursor.execute(*_history_insert(model, expired, connection))
+    audit_chain.seal_after_commit(model.history.model._meta.db_table, due.db)
+    return [row_id for row_id, _ in expired]
+
+
+def _history_insert(
+    model: type[models.Model], expired: list[tuple[Any, datetime]], connection: BaseDatabaseWrapper
+) -> tuple[str, list[Any]]:
+    """The expired rows' history as one ``INSERT … SELECT``, in the batch's order.
+
+    Its columns come from the history model, so a column added to the model or to every
+    history table is copied, or stops the sweep, rather than being left empty."""
+    history = model.history.model  # type: ignore[attr-defined]
+    copied = {field.attname: _column(field, connection) for field in model._meta.concrete_fields}
+    own = _history_values(history, copied, connection)
+    columns, values, params = [], [], []
+    for field in history._meta.concrete_fields:
+        if field.primary_key:
+            continue  # history_id: the history table's own sequence
+        columns.append(_column(field, connection))
+        if field.attname in own:
+            sql, value = own[field.attname]
+            values.append(sql)
+            params.extend(value)
+        elif field.attname in copied:
+            values.append(f"tracked.{copied[field.attname]}")
+        else:
+            raise ImproperlyConfigured(
+                f"The expiry sweep does not know what {history.__name__}.{field.attname} holds."
+            )
+    pk, expires_at = _field(model, "pk"), _field(model, "expires_at")
+    reasons, reason_params = _reason_table(pk, expired, connection)
+    qn = connection.ops.quote_name
+    return (
+        f"WITH reason (pk, why) AS ({reasons})"
+        f" INSERT INTO {qn(history._meta.db_table)} ({', '.join(columns)})"
+        f" SELECT {', '.join(values)} FROM {qn(model._meta.db_table)} tracked"
+        f" JOIN reason ON tracked.{_column(pk, connection)} = reason.pk"
+        f" ORDER BY tracked.{_column(expires_at, connection)}, tracked.{_column(pk, connection)}",
+        [*reason_params, *params],
     )
-    for row in batch:
-        row.status = "expired"
-        fields = ["status"]
-        if hasattr(row, "status_changed_at"):
-            row.status_changed_at = now
-            fields.append("status_changed_at")
-        save_tracked(
-            row,
-            actor=EXPIRY,
-            reason=f"Expired: its expiry, {_when(row.expires_at)}, has passed.",
-            update_fields=fields,
-            bump_version=True,
-        )
-    return batch
 
 
-def _settle_slots(slots: set[tuple[int, str]]) -> None:
-    """Close the conflicts that expiry leaves with a single statement.
+def _history_values(
+    history: type[models.Model], copied: dict[str, str], connection: BaseDatabaseWrapper
+) -> dict[str, tuple[str, list[Any]]]:
+    """What the ORM writes in the columns only history has, as SQL and its parameters:
+    simple-history's own, and the actor, role and subject ``ledger.signals`` stamps (from
+    the row's ``copied`` columns)."""
+    stamped = _field(history, "history_date").get_db_prep_value(timezone.now(), connection)
+    return {
+        "history_date": ("%s", [stamped]),
+        "history_type": ("%s", ["~"]),
+        "history_actor": ("%s", [EXPIRY.label]),
+        "history_role": ("%s", [EXPIRY.role]),
+        # The system is no user.
+        "history_user_id": ("NULL", []),
+        "history_subject_id": (f"tracked.{copied['subject_id']}", []),
+        "history_change_reason": ("reason.why", []),
+    }
 
-    The open conflict is locked first, in a fixed order: two workers expiring both sides
-    of one conflict would otherwise each resolve it and write two history rows, and
-    locking in different orders could deadlock.
-    """
-    for subject_id, key in sorted(slots):
-        conflict = (
-            Conflict.objects.open()
-            .select_for_update(of=("self",))
-            .filter(subject_id=subject_id, key=key)
-            .select_related("subject")
-            .first()
-        )
-        if conflict is not None:
-            refresh_conflict(subject=conflict.subject, key=key, actor=EXPIRY)
+
+def _reason_table(
+    pk: models.Field[Any, Any],
+    expired: list[tuple[Any, datetime]],
+    connection: BaseDatabaseWrapper,
+) -> tuple[str, list[Any]]:
+    """Each expired row's id and reason, as a table to join: two array parameters on
+    PostgreSQL, whatever the batch's size; a ``VALUES`` list elsewhere (SQLite)."""
+    ids = [row_id for row_id, _ in expired]
+    whys = _reasons([end for _, end in expired])
+    if connection.vendor == "postgresql":
+        return f"SELECT * FROM unnest(%s::{pk.db_type(connection)}[], %s::text[])", [ids, whys]
+    pairs = ", ".join(["(%s, %s)"] * len(ids))
+    return f"VALUES {pairs}", [value for pair in zip(ids, whys, strict=True) for value in pair]
 
 
-def _when(moment: datetime | None) -> str:
-    # The reason is read on the history page, so it uses the people's date format.
-    return when(moment) if moment else "unset"
+def _reasons(ends: list[datetime]) -> list[str]:
+    """Each row's reason, which people read on the history page in their date format.
+
+    ``when`` reads to the minute, so each minute is worded once: wording it is most of the
+    sweep's own work otherwise, and a batch's rows share minutes (a sweep every minute
+    meets one or two)."""
+    zone = timezone.get_current_timezone()
+    worded: dict[datetime, str] = {}
+    reasons = []
+    for end in ends:
+        minute = end.astimezone(zone).replace(second=0, microsecond=0)
+        if minute not in worded:
+            worded[minute] = f"Expired: its expiry, {when(minute)}, has passed."
+        reasons.append(worded[minute])
+    return reasons
+
+
+def _field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    field = model._meta.pk if name == "pk" else model._meta.get_field(name)
+    assert isinstance(field, models.Field)
+    return field
+
+
+def _column(field: models.Field[Any, Any], connection: BaseDatabaseWrapper) -> str:
+    assert field.column  # a concrete field's
+    return connection.ops.quote_name(field.column)
+
+
+def _reader(field: models.Field[Any, Any], connection: BaseDatabaseWrapper) -> Callable[[Any], Any]:
+    """Reads a value of ``field`` from a raw cursor as the ORM would (SQLite returns text)."""
+    column = field.get_col(field.model._meta.db_table)
+    converters = [
+        *connection.ops.get_db_converters(column),
+        *column.get_db_converters(connection),
+    ]
+
+    def read(value: Any) -> Any:
+        for convert in converters:
+            value = convert(value, column, connection)
+        return value
+
+    return read

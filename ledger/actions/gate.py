@@ -14,21 +14,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.db import IntegrityError, transaction
+from django.db.models import (
+    CharField,
+    Count,
+    F,
+    JSONField,
+    QuerySet,
+    Subquery,
+    UUIDField,
+    Value,
+)
+from django.db.models.functions import Cast, Coalesce, JSONObject
 from django.utils import timezone
 
 from ledger import policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import (
+    CANDIDATE_SIDES,
+    Candidate,
     open_possible_conflicts,
+    possible_conflict_candidates,
     possible_conflicts_note,
     refresh_conflict,
+    settle_slot,
 )
 from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actions.subjects import create_subject
 from ledger.actors import Actor
-from ledger.models import Agent, Conflict, Memory, Policy, Subject, WriteDecision
+from ledger.models import Agent, Conflict, Memory, Policy, Run, Source, Subject, WriteDecision
 
 
 @dataclass(frozen=True)
@@ -57,46 +73,62 @@ class GateResult:
     # The admin's restriction on the agent that decided this outcome, and their reason.
     restriction: policy.Restriction | None = None
     restricted_because: str = ""
+    # The subject the write named, when it exists; the source this write stored.
+    subject: Subject | None = None
+    source: Source | None = None
+    # For a memory this write created: every conflict it is in, all opened or joined just
+    # now, so that what was written can be shown without reading it back. None otherwise.
+    conflicts: tuple[Conflict, ...] | None = None
 
     @property
     def refused(self) -> bool:
         return self.outcome == WriteDecision.Outcome.REFUSED
 
 
-def write_memory(*, agent: Agent, data: MemoryInput) -> GateResult:
-    """Decide one agent write, apply it, and record the decision with its reason."""
+def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = None) -> GateResult:
+    """Decide one agent write, apply it, and record the decision with its reason.
+
+    ``in_force``: the policy, when the caller has read it already (an API request reads it
+    with its key, ``ledger.api.auth.policy_of``); else it is read here."""
     actor = Actor.for_agent(agent)
     now = timezone.now()
-    with transaction.atomic():
-        try:
-            # A savepoint: a refusal undoes whatever the decision had written so far.
-            with transaction.atomic():
-                result = _decide_and_write(actor=actor, agent=agent, data=data, now=now)
-        except policy.Refusal as refusal:
-            restricted = refusal if isinstance(refusal, policy.RestrictedRefusal) else None
-            result = GateResult(
-                outcome=WriteDecision.Outcome.REFUSED,
-                reason=refusal.detail,
-                code=refusal.code,
-                status=refusal.status,
-                restriction=restricted.restriction if restricted else None,
-                restricted_because=restricted.because if restricted else "",
+    current = in_force or Policy.current()
+    try:
+        policy.refuse_paused_agent(agent)
+        policy.refuse_system_of_record(current, data.key)
+        with transaction.atomic():
+            result = _decide_and_write(
+                actor=actor, agent=agent, data=data, now=now, current=current
             )
-        WriteDecision.objects.create(
-            agent=agent,
-            subject=(
-                result.memory.subject
-                if result.memory
-                else Subject.objects.filter(ref=data.subject).first()
-            ),
-            memory=result.memory,
-            source=result.memory.sources.last() if result.memory else None,
-            outcome=result.outcome,
-            code=result.code,
-            reason=result.reason,
-            decided_at=now,
+            _record(agent, result, now)
+    except policy.Refusal as refusal:
+        # The refusal's transaction took whatever the decision had written so far with it
+        # (a subject created by this write, say): the decision is recorded on its own.
+        restricted = refusal if isinstance(refusal, policy.RestrictedRefusal) else None
+        result = GateResult(
+            outcome=WriteDecision.Outcome.REFUSED,
+            reason=refusal.detail,
+            code=refusal.code,
+            status=refusal.status,
+            restriction=restricted.restriction if restricted else None,
+            restricted_because=restricted.because if restricted else "",
+            subject=Subject.objects.filter(ref=data.subject).first(),
         )
+        _record(agent, result, now)
     return result
+
+
+def _record(agent: Agent, result: GateResult, now: datetime) -> None:
+    WriteDecision.objects.create(
+        agent=agent,
+        subject=result.subject,
+        memory=result.memory,
+        source=result.source,
+        outcome=result.outcome,
+        code=result.code,
+        reason=result.reason,
+        decided_at=now,
+    )
 
 
 def _lock_subject(ref: str, actor: Actor) -> Subject:
@@ -115,12 +147,97 @@ def _lock_subject(ref: str, actor: Actor) -> Subject:
         return Subject.objects.select_for_update().get(ref=ref)
 
 
+_SUBJECT, _RUN, _SLOT = "subject", "run", "slot"
+
+
+@dataclass(frozen=True)
+class _Holdings:
+    """What the subject already holds that decides a write, read in one query."""
+
+    live: int
+    # The live memory that says the same, which a repeat merges into.
+    same: UUID | None
+    # The run the source names, if it exists.
+    run: Run | None
+    # The id and normalized statement of each active memory in the write's slot, and the
+    # slot's open conflict.
+    slot: list[tuple[Any, str]]
+    open_conflict: int | None
+    candidates: list[Candidate]
+
+
+def _holdings(subject: Subject, *, data: MemoryInput, normalized: str, now: datetime) -> _Holdings:
+    """One round trip, read under the subject's lock (so after every earlier write about
+    the subject has committed): a row for the subject with the counts and ids the decision
+    needs, the run the source names, the slot's active memories, then the statements the
+    new words may contradict (``possible_conflict_candidates``)."""
+    live = Memory.objects.for_subject(subject).live()
+    facts: dict[str, Any] = {
+        "live": Coalesce(
+            Subquery(live.order_by().values("subject").annotate(n=Count("pk")).values("n")), 0
+        ),
+        "same": Subquery(live.filter(normalized=normalized).values("pk")[:1]),
+    }
+    if data.key:
+        slot = Conflict.objects.open().filter(subject=subject, key=data.key)
+        facts["conflict"] = Subquery(slot.values("pk")[:1])
+    parts = [_facts_row(Subject.objects.filter(pk=subject.pk), _SUBJECT, JSONObject(**facts))]
+    if data.source.run:
+        named = JSONObject(id="id", agent="agent_id", subject="subject_id")
+        parts.append(_facts_row(Run.objects.filter(ref=data.source.run), _RUN, named))
+    none = Value(None, output_field=JSONField())
+    if data.key:
+        active = Memory.objects.in_slot(subject, data.key).filter(status=Memory.Status.ACTIVE)
+        parts.append(
+            active.annotate(
+                text=F("normalized"), side=Value(_SLOT, output_field=CharField()), facts=none
+            )
+            .order_by()
+            .values_list("id", "text", "side", "facts")
+        )
+    parts += [
+        part.annotate(facts=none).values_list("id", "text", "side", "facts")
+        for part in possible_conflict_candidates(
+            subject=subject, statement=data.statement, key=data.key, now=now
+        )
+    ]
+    rows = list(parts[0].union(*parts[1:], all=True).order_by())
+    facts_of = {side: facts for _pk, _text, side, facts in rows if side in (_SUBJECT, _RUN)}
+    found, run = facts_of[_SUBJECT], facts_of.get(_RUN)
+    return _Holdings(
+        live=found["live"],
+        same=UUID(found["same"]) if found["same"] else None,
+        # Only what the write needs of it: its history, should it learn its subject, reads
+        # the rest then.
+        run=Run.from_db(
+            subject._state.db,
+            ["id", "ref", "agent_id", "subject_id"],
+            [run["id"], data.source.run, run["agent"], run["subject"]],
+        )
+        if run
+        else None,
+        slot=[(pk, text) for pk, text, side, _facts in rows if side == _SLOT],
+        open_conflict=found.get("conflict"),
+        candidates=[(pk, text, side) for pk, text, side, _facts in rows if side in CANDIDATE_SIDES],
+    )
+
+
+def _facts_row(rows: QuerySet[Any], side: str, facts: JSONObject) -> QuerySet[Any]:
+    """``rows`` as rows of the holdings' union that carry ``facts`` and no statement."""
+    # A typed NULL: PostgreSQL gives two untyped ones at the head of a union the type text.
+    no_id = Cast(Value(None), output_field=UUIDField())
+    annotated: QuerySet[Any] = rows.annotate(
+        row=no_id,
+        text=Value("", output_field=CharField()),
+        side=Value(side, output_field=CharField()),
+        facts=facts,
+    )
+    return annotated.order_by().values_list("row", "text", "side", "facts")
+
+
 def _decide_and_write(
-    *, actor: Actor, agent: Agent, data: MemoryInput, now: datetime
+    *, actor: Actor, agent: Agent, data: MemoryInput, now: datetime, current: Policy
 ) -> GateResult:
-    policy.refuse_paused_agent(agent)
-    current = Policy.current()
-    policy.refuse_system_of_record(current, data.key)
     subject = _lock_subject(data.subject, actor)
     policy.refuse_if_paused(subject.memory_paused)
 
@@ -128,18 +245,22 @@ def _decide_and_write(
     hold = policy.hold_for(
         agent, basis=data.basis, source_kind=data.source.kind, statement=data.statement
     )
-    duplicate = (
-        Memory.objects.for_subject(subject)
-        .live()
-        .filter(normalized=normalized)
-        .select_related("agent")
-        .first()
-    )
-    if duplicate is not None:
+    held = _holdings(subject, data=data, normalized=normalized, now=now)
+    run = run_for(data.source.run, agent=agent, subject=subject, known=held.run)
+    if held.same is not None:
+        duplicate = Memory.objects.select_related("agent").get(pk=held.same)
+        duplicate.subject = subject
         return _merge_evidence(
-            actor=actor, agent=agent, memory=duplicate, data=data, now=now, hold=hold
+            actor=actor,
+            agent=agent,
+            memory=duplicate,
+            data=data,
+            now=now,
+            hold=hold,
+            current=current,
+            run=run,
         )
-    policy.refuse_over_cap(current, Memory.objects.for_subject(subject).live().count())
+    policy.refuse_over_cap(current, held.live)
 
     expiry = policy.expiry_for(
         current,
@@ -164,7 +285,7 @@ def _decide_and_write(
         review_at=policy.review_date_for(current, kind=data.kind, now=now),
         policy_version=current.version,
         agent=agent,
-        run=run_for(data.source.run, agent=agent, subject=subject),
+        run=run,
     )
     if hold is not None:
         reason = hold.reason
@@ -180,27 +301,52 @@ def _decide_and_write(
     if expiry.capped:
         reason += " Expiry capped at the policy's longest life for an inferred memory."
     save_tracked(memory, actor=actor, reason=reason)
-    add_source(data=data.source, agent=agent, subject=subject, now=now, actor=actor, memory=memory)
+    source = add_source(
+        data=data.source,
+        agent=agent,
+        subject=subject,
+        now=now,
+        actor=actor,
+        memory=memory,
+        run=run,
+    )
 
-    conflict = None if pending else refresh_conflict(subject=subject, key=data.key, actor=actor)
-    possible = open_possible_conflicts(memory=memory, actor=actor, now=now)
+    # A new memory takes nothing out of use, so no possible conflict loses a side: only its
+    # slot is settled anew, from what was read before it was written.
+    conflict = None
+    if not pending and data.key:
+        conflict = settle_slot(
+            subject=subject,
+            key=data.key,
+            active=[*held.slot, (memory.pk, normalized)],
+            conflict=Conflict.objects.get(pk=held.open_conflict) if held.open_conflict else None,
+            actor=actor,
+        )
+    possible = open_possible_conflicts(
+        memory=memory, actor=actor, now=now, candidates=held.candidates
+    )
     reason += possible_conflicts_note(possible)
+    written: dict[str, Any] = {
+        "memory": memory,
+        "expires_capped": expiry.capped,
+        "subject": subject,
+        "source": source,
+        "conflicts": (*([conflict] if conflict else []), *possible),
+    }
     if conflict is not None:
         return GateResult(
             outcome=WriteDecision.Outcome.CONFLICT,
             reason=reason + f" It disagrees with another memory in the slot '{data.key}'; "
             "both are kept and a conflict is open for a person to resolve.",
-            memory=memory,
             conflict=conflict,
-            expires_capped=expiry.capped,
+            **written,
         )
     accepted = WriteDecision.Outcome.CONFLICT if possible else WriteDecision.Outcome.ACCEPTED
     return GateResult(
         outcome=WriteDecision.Outcome.PENDING if pending else accepted,
         reason=reason,
-        memory=memory,
         conflict=possible[0] if possible else None,
-        expires_capped=expiry.capped,
+        **written,
         **_held(hold),
     )
 
@@ -224,30 +370,42 @@ def _merge_evidence(
     data: MemoryInput,
     now: datetime,
     hold: policy.Hold | None,
+    current: Policy,
+    run: Run | None,
 ) -> GateResult:
     """A write that repeats a live memory adds its source as evidence, not a new row.
 
     A held write (``hold``) never makes a pending memory active, nor does anyone's repeat of
     what a quarantined agent wrote: only a person's confirmation does.
     """
-    add_source(
-        data=data.source, agent=agent, subject=memory.subject, now=now, actor=actor, memory=memory
+    source = add_source(
+        data=data.source,
+        agent=agent,
+        subject=memory.subject,
+        now=now,
+        actor=actor,
+        memory=memory,
+        run=run,
     )
     reason = "Same statement as a live memory: the source was added as evidence."
+    merged: dict[str, Any] = {
+        "memory": memory,
+        "status": 200,
+        "subject": memory.subject,
+        "source": source,
+    }
     if memory.status == Memory.Status.PENDING:
         hold = hold or policy.hold_for_repeat(writer=memory.agent, statement=memory.statement)
         if hold is not None:
             return GateResult(
                 outcome=WriteDecision.Outcome.MERGED,
                 reason=f"{reason} It stays pending. {hold.reason}",
-                memory=memory,
-                status=200,
+                **merged,
                 **_held(hold),
             )
     # Independent means from different agents: one agent's repeats, however many messages
     # or tools they cite, are one agent's word.
     agents = memory.sources.agent_count()
-    current = Policy.current()
     if memory.status == Memory.Status.PENDING and policy.repeat_activates(
         current, basis=memory.basis, agents=agents
     ):
@@ -271,6 +429,4 @@ def _merge_evidence(
             f" It stays pending: {written} written it, and the policy asks for "
             f"{current.inferred_sources_required} different agents or a person's confirmation."
         )
-    return GateResult(
-        outcome=WriteDecision.Outcome.MERGED, reason=reason, memory=memory, status=200
-    )
+    return GateResult(outcome=WriteDecision.Outcome.MERGED, reason=reason, **merged)

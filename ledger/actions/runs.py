@@ -19,12 +19,16 @@ class RunOfAnotherAgent(Refusal):
         )
 
 
-def start_run(*, ref: str, agent: Agent, subject: Subject | None = None) -> Run:
+def start_run(
+    *, ref: str, agent: Agent, subject: Subject | None = None, known: Run | None = None
+) -> Run:
     """The run ``ref``, started for ``agent`` on first use; it learns its subject once.
+    ``known``: its row, when the caller has read it already (the write gate reads it with
+    what decides a write), which saves reading it again.
 
     Nothing is filed under another agent's run: naming one raises ``RunOfAnotherAgent``.
     """
-    run = Run.objects.filter(ref=ref).first()
+    run = known or Run.objects.filter(ref=ref).first()
     if run is None:
         run = Run(ref=ref, agent=agent, subject=subject)
         try:

@@ -25,23 +25,27 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
+    Subquery,
     Value,
     When,
 )
 from django.utils import timezone
 
 from ledger import contradictions
-from ledger.actions._tracking import save_tracked
+from ledger.actions._tracking import create_tracked, save_tracked
 from ledger.actors import Actor
 from ledger.choices import LedgerKind
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
 from ledger.policy import LIVE_MEMORY
 from ledger.querysets import SEARCH_CONFIG
 
-# A write is compared with at most this many statements that share a word with it, so its
-# cost does not grow with the subject's memories.
+# A write is compared with at most this many live memories, and as many commitments, that
+# share a word with it, so its cost does not grow with the subject's memories.
 CANDIDATES_MAX = 50
 _MEMORY, _COMMITMENT = "memory", "commitment"
+# (id, text, side) of a statement a new memory's words may contradict, and its sides.
+Candidate = tuple[Any, str, str]
+CANDIDATE_SIDES = (_MEMORY, _COMMITMENT)
 
 
 def lock_slot(memory: Memory) -> Memory:
@@ -60,15 +64,32 @@ def refresh_conflict(*, subject: Subject, key: str, actor: Actor) -> Conflict | 
     settle_possible_conflicts(subject=subject, actor=actor)
     if not key:
         return None
-    active = list(Memory.objects.in_slot(subject, key).filter(status=Memory.Status.ACTIVE))
-    disagree = len({m.normalized for m in active}) > 1
-    conflict = Conflict.objects.open().filter(subject=subject, key=key).first()
+    active = Memory.objects.in_slot(subject, key).filter(status=Memory.Status.ACTIVE)
+    return settle_slot(
+        subject=subject,
+        key=key,
+        active=list(active.values_list("pk", "normalized")),
+        conflict=Conflict.objects.open().filter(subject=subject, key=key).first(),
+        actor=actor,
+    )
+
+
+def settle_slot(
+    *,
+    subject: Subject,
+    key: str,
+    active: list[tuple[Any, str]],
+    conflict: Conflict | None,
+    actor: Actor,
+) -> Conflict | None:
+    """Open, extend or close ``conflict`` (the slot's open one, if any) to match ``active``,
+    the id and normalized statement of every active memory in the slot."""
     now = timezone.now()
-    if disagree:
+    if len({normalized for _pk, normalized in active}) > 1:
         if conflict is None:
             conflict = Conflict(subject=subject, key=key, opened_at=now)
             save_tracked(conflict, actor=actor, reason=f"Memories disagree in slot '{key}'.")
-        conflict.memories.add(*active)
+        conflict.memories.add(*(pk for pk, _normalized in active))
         return conflict
     if conflict is not None:
         close_conflict(
@@ -84,26 +105,39 @@ def close_conflict(conflict: Conflict, *, actor: Actor, reason: str, now: dateti
     save_tracked(conflict, actor=actor, reason=reason, update_fields=["status", "resolved_at"])
 
 
-def open_possible_conflicts(*, memory: Memory, actor: Actor, now: datetime) -> list[Conflict]:
+def open_possible_conflicts(
+    *, memory: Memory, actor: Actor, now: datetime, candidates: list[Candidate] | None = None
+) -> list[Conflict]:
     """Open a possible conflict between ``memory`` and each live memory or commitment in
-    force about its subject that its words likely contradict. One candidate query."""
-    terms = contradictions.search_terms(memory.statement)
-    if not terms:
-        return []
-    memories = _memories_matching(memory.subject, terms).exclude(pk=memory.pk)
-    if memory.key:
-        # Within one slot the slot's own rule decides.
-        memories = memories.exclude(key=memory.key)
-    commitments = _commitments_matching(memory.subject, terms, now)
-    candidates = memories.union(commitments, all=True).order_by()[:CANDIDATES_MAX]
-    opened = []
-    for pk, text, side in candidates:
-        if contradictions.contradiction(memory.statement, text) is None:
-            continue
-        commitment = pk if side == _COMMITMENT else None
-        other = [] if commitment else [pk]
-        opened.append(_open_possible(memory.subject, [memory, *other], commitment, actor, now))
-    return opened
+    force about its subject that its words likely contradict: of ``candidates`` when the
+    caller read them already (``possible_conflict_candidates``), else of one candidate
+    query's. However many it opens, three statements write them."""
+    if candidates is None:
+        parts = possible_conflict_candidates(
+            subject=memory.subject,
+            statement=memory.statement,
+            key=memory.key,
+            now=now,
+            exclude=memory.pk,
+        )
+        found = [part.values_list("id", "text", "side") for part in parts]
+        candidates = list(found[0].union(*found[1:], all=True).order_by()) if found else []
+    contradicted = [
+        (pk, side)
+        for pk, text, side in candidates
+        if contradictions.contradiction(memory.statement, text) is not None
+    ]
+    conflicts = [
+        Conflict(
+            subject=memory.subject,
+            possible=True,
+            opened_at=now,
+            commitment_id=pk if side == _COMMITMENT else None,
+        )
+        for pk, side in contradicted
+    ]
+    members = [[memory.pk] if side == _COMMITMENT else [memory.pk, pk] for pk, side in contradicted]
+    return _open_possible(conflicts, members, actor)
 
 
 def open_commitment_conflicts(*, entry: LedgerEntry, actor: Actor, now: datetime) -> list[Conflict]:
@@ -112,21 +146,44 @@ def open_commitment_conflicts(*, entry: LedgerEntry, actor: Actor, now: datetime
     terms = contradictions.search_terms(entry.fact)
     if entry.kind != LedgerKind.COMMITMENT or not terms:
         return []
-    return [
-        _open_possible(entry.subject, [pk], entry.pk, actor, now)
-        for pk, text, _side in _memories_matching(entry.subject, terms)[:CANDIDATES_MAX]
+    contradicted = [
+        pk
+        for pk, text in _memories_matching(entry.subject, terms).values_list("id", "statement")[
+            :CANDIDATES_MAX
+        ]
         if contradictions.contradiction(text, entry.fact) is not None
     ]
+    conflicts = [
+        Conflict(subject=entry.subject, possible=True, opened_at=now, commitment_id=entry.pk)
+        for _pk in contradicted
+    ]
+    return _open_possible(conflicts, [[pk] for pk in contradicted], actor)
 
 
 def _open_possible(
-    subject: Subject, memories: list[Any], commitment: Any, actor: Actor, now: datetime
-) -> Conflict:
-    conflict = Conflict(subject=subject, possible=True, opened_at=now, commitment_id=commitment)
-    what = "a ledger commitment in force" if commitment else "a live memory"
-    save_tracked(conflict, actor=actor, reason=f"A memory's words likely contradict {what}.")
-    conflict.memories.add(*memories)
-    return conflict
+    conflicts: list[Conflict], members: list[list[Any]], actor: Actor
+) -> list[Conflict]:
+    """Store ``conflicts`` with their memories (``members``, one list each), in bulk."""
+    if not conflicts:
+        return []
+    create_tracked(
+        conflicts,
+        actor=actor,
+        reasons=[
+            "A memory's words likely contradict "
+            + ("a ledger commitment in force." if c.commitment_id else "a live memory.")
+            for c in conflicts
+        ],
+    )
+    through = Conflict.memories.through
+    through.objects.bulk_create(
+        [
+            through(conflict_id=conflict.pk, memory_id=pk)
+            for conflict, pks in zip(conflicts, members, strict=True)
+            for pk in pks
+        ]
+    )
+    return conflicts
 
 
 def possible_conflicts_note(conflicts: list[Conflict]) -> str:
@@ -149,27 +206,54 @@ def possible_conflicts_note(conflicts: list[Conflict]) -> str:
     )
 
 
-def _memories_matching(subject: Subject, terms: list[str]) -> QuerySet[Any]:
-    """(id, text, side) of the subject's live memories that share a term with ``terms``."""
-    return (
-        Memory.objects.for_subject(subject)
-        .live()
-        .filter(_matches("statement", terms, subject))
-        .annotate(text=F("statement"), side=Value(_MEMORY, output_field=CharField()))
-        .values_list("id", "text", "side")
-        .order_by()
+def possible_conflict_candidates(
+    *, subject: Subject, statement: str, key: str, now: datetime, exclude: Any = None
+) -> list[QuerySet[Any]]:
+    """What a new memory saying ``statement`` is compared with: the subject's live memories
+    outside its slot (``key``'s own rule decides within it) and commitments in force that
+    share a term with it, at most ``CANDIDATES_MAX`` of each, annotated ``text`` and
+    ``side``; none when it has no term to search for. Parts of one union: the write gate
+    reads them in the same query as the rest of what decides a write."""
+    terms = contradictions.search_terms(statement)
+    if not terms:
+        return []
+    memories = _memories_matching(subject, terms)
+    if exclude is not None:
+        memories = memories.exclude(pk=exclude)
+    if key:
+        memories = memories.exclude(key=key)
+    commitments = _commitments_matching(subject, terms, now)
+    return [
+        _capped(memories, text="statement", side=_MEMORY),
+        _capped(commitments, text="fact", side=_COMMITMENT),
+    ]
+
+
+def _capped(rows: QuerySet[Any], *, text: str, side: str) -> QuerySet[Any]:
+    """At most ``CANDIDATES_MAX`` of ``rows``, chosen in a subquery: SQLite allows no LIMIT
+    on one part of a union, and the union holds other rows that must not be cut."""
+    chosen: QuerySet[Any] = rows.model._default_manager.filter(
+        pk__in=Subquery(rows.order_by().values("pk")[:CANDIDATES_MAX])
     )
+    annotated: QuerySet[Any] = chosen.annotate(
+        text=F(text), side=Value(side, output_field=CharField())
+    )
+    return annotated.order_by()
 
 
-def _commitments_matching(subject: Subject, terms: list[str], now: datetime) -> QuerySet[Any]:
-    """(id, text, side) of the subject's commitments in force that share a term."""
+def _memories_matching(subject: Subject, terms: list[str]) -> QuerySet[Memory]:
+    """The subject's live memories that share a term with ``terms``."""
+    return Memory.objects.for_subject(subject).live().filter(_matches("statement", terms, subject))
+
+
+def _commitments_matching(
+    subject: Subject, terms: list[str], now: datetime
+) -> QuerySet[LedgerEntry]:
+    """The subject's commitments in force that share a term."""
     return (
         LedgerEntry.objects.in_force(now)
         .filter(subject=subject, kind=LedgerKind.COMMITMENT)
         .filter(_matches("fact", terms, subject))
-        .annotate(text=F("fact"), side=Value(_COMMITMENT, output_field=CharField()))
-        .values_list("id", "text", "side")
-        .order_by()
     )
 
 

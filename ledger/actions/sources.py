@@ -20,11 +20,14 @@ class SourceInput:
     excerpt: str = ""
 
 
-def run_for(ref: str | None, *, agent: Agent | None, subject: Subject) -> Run | None:
-    """The agent's run named ``ref``, started on first use; None when there is none to name."""
+def run_for(
+    ref: str | None, *, agent: Agent | None, subject: Subject, known: Run | None = None
+) -> Run | None:
+    """The agent's run named ``ref``, started on first use; None when there is none to name.
+    ``known``: its row, when the caller has read it already."""
     if not ref or agent is None:
         return None
-    return start_run(ref=ref, agent=agent, subject=subject)
+    return start_run(ref=ref, agent=agent, subject=subject, known=known)
 
 
 def add_source(
@@ -35,12 +38,14 @@ def add_source(
     now: datetime,
     actor: Actor,
     memory: Memory | None = None,
+    run: Run | None = None,
 ) -> Source:
-    """Store one source: evidence for ``memory``, or (without one) the source of an entry."""
+    """Store one source: evidence for ``memory``, or (without one) the source of an entry.
+    ``run``: the run ``data`` names, when the caller has it already (``run_for``)."""
     source = Source(
         kind=data.kind,
         ref=data.ref,
-        run=run_for(data.run, agent=agent, subject=subject),
+        run=run or run_for(data.run, agent=agent, subject=subject),
         turn=data.turn,
         excerpt=data.excerpt,
         received_at=now,

@@ -14,7 +14,7 @@ from rest_framework.request import Request
 
 from ledger.actions.agents import note_key_use
 from ledger.keys import hash_key, split_key
-from ledger.models import Agent, AgentKey, Run
+from ledger.models import Agent, AgentKey, Policy, Run
 
 if TYPE_CHECKING:
     # rest_framework.views loads this module through the REST framework's settings, and
@@ -24,13 +24,15 @@ if TYPE_CHECKING:
 
 
 class AgentPrincipal:
-    """What ``request.user`` is for an API call: the agent behind the key."""
+    """What ``request.user`` is for an API call: the agent behind the key, and the policy
+    in force when the request came in (``policy_of``)."""
 
     is_authenticated = True
     is_anonymous = False
 
-    def __init__(self, agent: Agent) -> None:
+    def __init__(self, agent: Agent, policy: Policy) -> None:
         self.agent = agent
+        self.policy = policy
 
     def __str__(self) -> str:
         return f"agent:{self.agent.name}"
@@ -47,8 +49,13 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         if scheme != self.keyword or not key.strip():
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <API key>'.")
         parts = split_key(key.strip())
+        # Every request reads its key; the policy rides in the same statement, so a request
+        # that needs it (the recall cap, the write gate's rules) pays no query for it.
         row = (
-            AgentKey.objects.select_related("agent").filter(prefix=parts[0]).first()
+            AgentKey.objects.select_related("agent")
+            .annotate(**Policy.read_along())
+            .filter(prefix=parts[0])
+            .first()
             if parts
             else None
         )
@@ -62,7 +69,7 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
                 "This API key was replaced by a rotation and its grace period is over."
             )
         note_key_use(row, now)
-        return AgentPrincipal(row.agent), row.agent
+        return AgentPrincipal(row.agent, Policy.read_from(row)), row.agent
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
@@ -96,6 +103,17 @@ def agent_of(request: Request) -> Agent:
     agent = request.auth
     assert isinstance(agent, Agent)
     return agent
+
+
+def policy_of(request: Request) -> Policy:
+    """The policy in force for this API request, read with its key: no query of its own.
+
+    What ``Policy.current()`` would have said when the request came in; an admin's change
+    applies from the next request on, in every process.
+    """
+    principal = request.user
+    assert isinstance(principal, AgentPrincipal)
+    return principal.policy
 
 
 def own_run(request: Request, ref: str) -> Run:

@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from ledger.actions.gate import write_memory
 from ledger.actions.lifecycle import correct_memory, retract_memory
 from ledger.actors import Actor
-from ledger.api.auth import agent_of
+from ledger.api.auth import agent_of, policy_of
 from ledger.api.idempotency import idempotent
 from ledger.api.pagination import Cursor
 from ledger.api.serializers import (
@@ -24,10 +24,11 @@ from ledger.api.serializers import (
     MemorySerializer,
     MemoryWriteSerializer,
     RetractSerializer,
+    SourceSerializer,
     SubjectSerializer,
     source_input,
 )
-from ledger.models import Memory, Subject
+from ledger.models import Conflict, Memory, Subject
 
 
 class NewestFirst(Cursor):
@@ -75,6 +76,24 @@ def check_if_match(request: Request, memory: Memory) -> Response | None:
         status=status.HTTP_412_PRECONDITION_FAILED,
         headers={"ETag": memory.etag},
     )
+
+
+class WrittenMemorySerializer(MemorySerializer):
+    """A memory the gate has just created, shown from what the gate holds: its one source
+    and the conflicts it opened or joined (``context``), nothing read back. A memory just
+    written is superseded by none."""
+
+    # The same list as the nested serializer it stands for, from the context.
+    sources = serializers.SerializerMethodField()  # type: ignore[assignment]
+
+    def get_sources(self, memory: Memory) -> Any:
+        return SourceSerializer(self.context["sources"], many=True).data
+
+    def get_superseded_by(self, memory: Memory) -> str | None:
+        return None
+
+    def get_open_conflicts(self, memory: Memory) -> list[int]:
+        return [c.pk for c in self.context["conflicts"] if c.status == Conflict.Status.OPEN]
 
 
 class MemoryViewSet(
@@ -138,7 +157,9 @@ class MemoryViewSet(
             incoming = MemoryWriteSerializer(data=request.data)
             if not incoming.is_valid():
                 return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
-            result = write_memory(agent=agent_of(request), data=incoming.to_input())
+            result = write_memory(
+                agent=agent_of(request), data=incoming.to_input(), in_force=policy_of(request)
+            )
             body: dict[str, Any] = {
                 "decision": {"outcome": result.outcome, "reason": result.reason},
             }
@@ -154,12 +175,17 @@ class MemoryViewSet(
             if result.refused:
                 body.update(detail=result.reason, code=result.code)
                 # The refusal quotes the write: an erasure of the subject it named removes it.
-                named = Subject.objects.filter(ref=incoming.validated_data["subject"]).first()
-                return Response(body, status=result.status), named
+                return Response(body, status=result.status), result.subject
             # Every outcome but a refusal keeps a memory.
             assert result.memory is not None
-            memory = self.get_queryset().get(pk=result.memory.pk)
-            body["memory"] = MemorySerializer(memory).data
+            if result.conflicts is None:
+                memory = self.get_queryset().get(pk=result.memory.pk)
+                body["memory"] = MemorySerializer(memory).data
+            else:
+                memory = result.memory
+                body["memory"] = WrittenMemorySerializer(
+                    memory, context={"sources": [result.source], "conflicts": result.conflicts}
+                ).data
             body["expires_at_capped"] = result.expires_capped
             body["conflict"] = ConflictSerializer(result.conflict).data if result.conflict else None
             return (
@@ -242,4 +268,4 @@ class SubjectViewSet(mixins.RetrieveModelMixin, viewsets.GenericViewSet[Subject]
     serializer_class = SubjectSerializer
     lookup_field = "ref"
     lookup_value_regex = r"[^/]+"
-    queryset = Subject.objects.all()
+    queryset = Subject.objects.with_status_counts()

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import QuerySet
+from django.http import Http404
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -22,16 +23,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ledger.actions.recalls import record_recall
-from ledger.api.auth import agent_of
+from ledger.api.auth import agent_of, policy_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
 from ledger.api.pagination import Cursor
-from ledger.models import Agent, Memory, Policy, Recall, Run, Subject
+from ledger.models import Agent, Memory, Recall, Run, Subject
 from ledger.recall import (
     DEFAULT_K,
     GOAL_MAX,
     ConflictGroup,
     Ranked,
-    recall,
+    recall_about,
     recalls_that_served,
 )
 
@@ -187,12 +188,14 @@ class SubjectRecallView(APIView):
         params, repeated = _query_params(request)
         if repeated:
             return Response(repeated, status=status.HTTP_400_BAD_REQUEST)
-        incoming = RecallParamsSerializer(data=params, context={"cap": Policy.current().recall_cap})
+        cap = policy_of(request).recall_cap
+        incoming = RecallParamsSerializer(data=params, context={"cap": cap})
         if not incoming.is_valid():
             return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST)
         data = incoming.validated_data
-        subject = get_object_or_404(Subject, ref=ref)
-        result = recall(subject=subject, goal=data["goal"], k=data["k"])
+        result = recall_about(ref=ref, goal=data["goal"], k=data["k"])
+        if result is None:
+            raise Http404
         record = record_recall(
             agent=agent_of(request), result=result, run_ref=data.get("run"), turn=data.get("turn")
         )
@@ -201,7 +204,7 @@ class SubjectRecallView(APIView):
             return Response(result.block, headers=headers)
         body = {
             "recall": record.pk,
-            "subject": subject.ref,
+            "subject": result.subject.ref,
             "goal": result.goal,
             "k": result.k,
             "recalled_at": result.recalled_at,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.db.models import Count
 from rest_framework import serializers
 
 from ledger.actions.gate import MemoryInput
@@ -243,13 +242,15 @@ class SubjectSerializer(serializers.ModelSerializer[Subject]):
         model = Subject
         fields = ["ref", "display_name", "memory_paused", "created_at", "counts", "open_conflicts"]
 
+    # Its subject comes from ``SubjectQuerySet.with_status_counts``: the counts, and whether
+    # there is any open conflict to list, are read with it.
+
     def get_counts(self, subject: Subject) -> dict[str, int]:
-        counts = dict.fromkeys(Memory.Status.values, 0)
-        for row in subject.memories.values("status").order_by().annotate(n=Count("id")):
-            counts[row["status"]] = row["n"]
-        return counts
+        return {status: getattr(subject, f"count_{status}") for status in Memory.Status.values}
 
     def get_open_conflicts(self, subject: Subject) -> list[dict[str, Any]]:
+        if not subject.in_conflict:  # type: ignore[attr-defined]
+            return []
         conflicts = subject.conflicts.open().prefetch_related("memories")
         # many=True makes a ListSerializer, whose data is a list; the stubs cannot say so.
         # https://github.com/typeddjango/djangorestframework-stubs/issues/827

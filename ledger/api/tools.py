@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from ledger.api.auth import policy_of
 from ledger.api.fields import REF_PATTERN, RefField
 from ledger.api.journal import (
     JOURNAL_KEY_PATTERN,
@@ -23,7 +24,6 @@ from ledger.api.journal import (
 from ledger.api.notes import NOTE_KEY_PATTERN, NoteKeySerializer, NoteValueSerializer
 from ledger.api.recall import RecallParamsSerializer
 from ledger.api.serializers import MemoryWriteSerializer, SlotKeyField
-from ledger.models import Policy
 from ledger.policy import KEY_PATTERN
 
 # What the serializers leave unsaid, in words a model reads before calling the tool.
@@ -244,7 +244,7 @@ class ToolsView(APIView):
         }
     )
     def get(self, request: Request) -> Response:
-        defined = tools(Policy.current().recall_cap)
+        defined = tools(policy_of(request).recall_cap)
         return Response(
             {
                 "tools": [t.definition() for t in defined],

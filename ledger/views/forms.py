@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 from django.http import QueryDict
+from django.utils.http import urlencode
 
 from ledger import policy
 from ledger.dates import FIRST_YEAR, LAST_YEAR, askable
@@ -45,6 +46,12 @@ class Filters:
     @property
     def narrowed(self) -> bool:
         return bool(self.q or self.kind or self.basis or self.status)
+
+    def query(self) -> str:
+        """The filters set, as a query string a link to another page of the list keeps
+        ("" when none is set)."""
+        fields = {"q": self.q, "kind": self.kind, "basis": self.basis, "status": self.status}
+        return urlencode({name: value for name, value in fields.items() if value})
 
 
 class DayField(forms.DateField):

@@ -13,21 +13,28 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, F, Prefetch, Q, Window
+from django.db.models import Count, F, Max, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ledger import access, policy
+from ledger import access, policy, recall_log
 from ledger.corrections import version_ids
-from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Source, WriteDecision
+from ledger.models import Conflict, LedgerEntry, Memory, Policy, Source, WriteDecision
+from ledger.recall_log import ServedRead
 from ledger.views.http import SignedInRequest
 from ledger.views.memories import describe, is_own, visible_memory
 from ledger.views.presenting import Names, day, source_words, status_words, steps
 
 # The latest reads of one version on its history page; the API lists them all.
 READS_SHOWN = 50
+# How far a version's reads are counted: past it the page says "more than", so that a
+# memory given to agents a million times costs no more to show than one given a thousand.
+READS_COUNTED = 1_000
+# The latest changes of each version shown at first, each "show more" as many again (the
+# write itself is always shown): a memory changed thousands of times stays one page.
+CHANGES_SHOWN = 20
 # Neighbours of the memory on its trace: enough to spot a pattern, the rest by search.
 NEIGHBOURS_SHOWN = 20
 
@@ -102,13 +109,27 @@ def written_under(memory: Memory, first: Decision | None) -> str:
     return "Accepted under"
 
 
+def counted_words(count: int) -> str:
+    """A number of reads as the page says it: exact up to ``READS_COUNTED``."""
+    return f"more than {READS_COUNTED:,}" if count > READS_COUNTED else str(count)
+
+
 @dataclass(frozen=True)
 class Reach:
-    """How many recalls served a version: since it was written, and since it last changed."""
+    """How many recalls served a version: since it was written, and since it last changed
+    (each counted up to just past ``READS_COUNTED``)."""
 
     total: int
     since_change: int
     changed_at: datetime | None
+
+    @property
+    def total_words(self) -> str:
+        return counted_words(self.total)
+
+    @property
+    def since_change_words(self) -> str:
+        return counted_words(self.since_change)
 
 
 def _chain(memory: Memory) -> list[Memory]:
@@ -128,57 +149,90 @@ def _chain(memory: Memory) -> list[Memory]:
 class Read:
     """One recall that served a version, with where the version stood in the block."""
 
-    item: RecallItem
+    served: ServedRead
     place: str
 
 
-def place_words(item: RecallItem) -> str:
+def place_words(read: ServedRead) -> str:
     """Where a memory stood in a recall's block, in words a person can read. The rank is
     its relevance to the agent's goal; a 0 (no goal, no word of it matched, or shown only
     for an open conflict) says nothing worth a number, so none is shown."""
-    if item.position > item.recall.k:
-        return f"{item.position} (shown for an open conflict)"
-    if item.rank <= 0:
-        return str(item.position)
-    return f"{item.position} (relevance to the goal: {item.rank:.3f})"
+    if read.position > read.k:
+        return f"{read.position} (shown for an open conflict)"
+    if read.rank <= 0:
+        return str(read.position)
+    return f"{read.position} (relevance to the goal: {read.rank:.3f})"
 
 
 def _latest_reads(chain: list[Memory]) -> dict[uuid.UUID, list[Read]]:
     """The latest recalls of each version, at most ``READS_SHOWN`` each, in one query."""
-    latest = (
-        RecallItem.objects.filter(memory__in=chain)
-        .select_related("recall__agent", "recall__run")
-        .annotate(
-            row=Window(
-                RowNumber(),
-                partition_by=[F("memory_id")],
-                order_by=[F("recall__recalled_at").desc(), F("recall_id").desc()],
-            )
-        )
-        .filter(row__lte=READS_SHOWN)
-        .order_by("memory_id", "row")
-    )
     reads: dict[uuid.UUID, list[Read]] = {}
-    for item in latest:
-        reads.setdefault(item.memory_id, []).append(Read(item, place_words(item)))
+    for served in recall_log.latest_reads([m.pk for m in chain], READS_SHOWN):
+        reads.setdefault(served.memory_id, []).append(Read(served, place_words(served)))
     return reads
 
 
 def _reach(chain: list[Memory], changed: dict[uuid.UUID, datetime]) -> dict[uuid.UUID, Reach]:
     """Per version, the recalls that served it in all and since its last change; one query."""
-    since = Q(pk__in=[])
-    for pk, at in changed.items():
-        since |= Q(memory_id=pk, recall__recalled_at__gte=at)
+    counted = recall_log.reads_counted({m.pk: changed.get(m.pk) for m in chain}, READS_COUNTED)
+    return {m.pk: Reach(*counted[m.pk], changed_at=changed.get(m.pk)) for m in chain}
+
+
+@dataclass(frozen=True)
+class Changes:
+    """A version's history rows as its page shows them, oldest first: the write, then the
+    latest changes, with how many between them are left out."""
+
+    first: Any
+    latest: list[Any]
+    left_out: int
+    changed_at: datetime
+
+
+def _changes(chain: list[Memory], shown: int) -> dict[uuid.UUID, Changes]:
+    """Each version's first history row and its latest ``shown`` (with the one before them,
+    which the first of them is compared with), in one query however long the history."""
+    newest_first = [F("history_date").desc(), F("history_id").desc()]
     rows = (
-        RecallItem.objects.filter(memory__in=chain)
-        .order_by()
-        .values("memory_id")
-        .annotate(total=Count("pk"), since_change=Count("pk", filter=since))
+        Memory.history.filter(id__in=[m.pk for m in chain])
+        .annotate(
+            newest=Window(RowNumber(), partition_by=[F("id")], order_by=newest_first),
+            rows=Window(Count("history_id"), partition_by=[F("id")]),
+            changed_at=Window(Max("history_date"), partition_by=[F("id")]),
+        )
+        .filter(Q(newest__lte=shown + 1) | Q(newest=F("rows")))
+        .order_by("history_date", "history_id")
     )
-    counted: dict[uuid.UUID, tuple[int, int]] = {
-        row["memory_id"]: (row["total"], row["since_change"]) for row in rows
-    }
-    return {m.pk: Reach(*counted.get(m.pk, (0, 0)), changed_at=changed.get(m.pk)) for m in chain}
+    found: dict[uuid.UUID, list[Any]] = {}
+    for row in rows:
+        found.setdefault(row.id, []).append(row)
+    changes = {}
+    for pk, kept in found.items():
+        first, count = kept[0], kept[0].rows
+        latest = [row for row in kept if row.newest <= shown + 1]
+        changes[pk] = Changes(first, latest, max(0, count - 1 - shown), first.changed_at)
+    return changes
+
+
+def _steps(changes: Changes | None, names: Names) -> list[Any]:
+    """A version's steps in words: the write, and its latest changes."""
+    if changes is None:
+        return []
+    if not changes.left_out and changes.latest[0] is changes.first:
+        return steps(changes.latest, names=names)
+    # The oldest row fetched is there only for what changed in the next one.
+    return steps([changes.first], names=names) + steps(changes.latest, names=names)[1:]
+
+
+def _shown_changes(request: HttpRequest) -> tuple[int, str]:
+    """How many of each version's latest changes to show (``?changes=``), and what is wrong
+    with the number asked for, if anything."""
+    text = request.GET.get("changes", "")
+    if not text:
+        return CHANGES_SHOWN, ""
+    if not text.isdecimal() or int(text) < 1:
+        return CHANGES_SHOWN, f"“{text[:20]}” is not a number of changes to show: from 1 up."
+    return int(text), ""
 
 
 # The version of the write policy before anyone changed it: the shipped defaults.
@@ -235,9 +289,12 @@ def _neighbourhood(request: SignedInRequest, memory: Memory, chain: list[Memory]
         runs.add(memory.run_id)
     visible = Memory.objects.visible_to(request.user).exclude(pk__in=ids).select_related("subject")
     same_source = visible.filter(sources__ref__in=refs).distinct().order_by("-written_at", "pk")
+    # Written in one of the runs, or with evidence from one: each found through its own
+    # index (an OR across the join would read both tables whole).
     same_run = (
-        visible.filter(Q(run_id__in=runs) | Q(sources__run_id__in=runs))
-        .distinct()
+        visible.filter(run_id__in=runs)
+        .order_by()
+        .union(visible.filter(sources__run_id__in=runs).order_by())
         .order_by("-written_at", "pk")
     )
     ledger = (
@@ -260,13 +317,15 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Every version of one memory: the chain of corrections, each with its history; for
     support, the whole trace."""
     memory = visible_memory(request, pk)
+    shown, changes_error = _shown_changes(request)
     chain = _chain(memory)
-    history = list(
-        Memory.history.filter(id__in=[m.pk for m in chain]).order_by("history_date", "history_id")
+    history = _changes(chain, shown)
+    names = Names.for_labels(
+        request.user,
+        [row.history_actor for kept in history.values() for row in [kept.first, *kept.latest]],
     )
-    names = Names.for_labels(request.user, [row.history_actor for row in history])
     staff = access.may_use_support_tools(request.user)
-    changed = {row.id: row.history_date for row in history}
+    changed = {pk: kept.changed_at for pk, kept in history.items()}
     # Support traces a complaint: where each version came from, what the gate decided, and
     # which runs read it.
     reads = _latest_reads(chain) if staff else {}
@@ -275,9 +334,9 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     conflicts = _conflicts(chain)
     versions = []
     for index, m in enumerate(chain):
-        rows = [row for row in history if row.id == m.pk]
+        kept = history.get(m.pk)
         # Who wrote this version: for a dashboard correction, who corrected it.
-        wrote = names.who(rows[0].history_actor) if rows else "someone unrecorded"
+        wrote = names.who(kept.first.history_actor) if kept else "someone unrecorded"
         sources = [(s, *source_words(s, corrected_by=wrote)) for s in m.sources.all()]
         replaced_by = chain[index - 1] if index > 0 else None
         decided = decisions.get(m.pk, [])
@@ -287,7 +346,8 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
                 "status": status_words(
                     m, by_revert=replaced_by is not None and replaced_by.restores_id is not None
                 ),
-                "steps": steps(rows, names=names),
+                "steps": _steps(kept, names),
+                "changes_left_out": kept.left_out if kept else 0,
                 "current": m.pk == memory.pk,
                 "replaced": chain[index + 1] if index + 1 < len(chain) else None,
                 "replaced_by": replaced_by,
@@ -313,6 +373,9 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         "trace": staff,
         # The version that accepted a memory links to the policy's history, for who may open it.
         "policy_link": access.may_administer(request.user),
+        "changes_shown": shown,
+        "more_changes": shown + CHANGES_SHOWN,
+        "changes_error": changes_error,
     }
     if staff:
         context.update(_neighbourhood(request, current, chain))
@@ -324,4 +387,5 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         if not own:
             # Support's own actions on the memory, each asking why.
             context["card"] = describe(request, current)
-    return render(request, "ledger/memory_history.html", context)
+    status = 400 if changes_error else 200
+    return render(request, "ledger/memory_history.html", context, status=status)

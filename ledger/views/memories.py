@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.db.models import Prefetch
 from django.http import HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -35,7 +36,8 @@ from ledger.actions.lifecycle import (
     withhold_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, LedgerEntry, Memory, Policy, Subject
+from ledger.models import Conflict, LedgerEntry, Memory, Policy, Source, Subject
+from ledger.querysets import MemoryQuerySet
 from ledger.views.cards import Card, CardContext, card_for, conversations_of, open_conflicts
 from ledger.views.forms import (
     BASIS_FILTERS,
@@ -45,11 +47,16 @@ from ledger.views.forms import (
     ReasonForm,
 )
 from ledger.views.http import SignedInRequest
+from ledger.views.paging import BadPage, numbered, page_number
 from ledger.views.presenting import KIND_TITLES, Names, day, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
 # The value of "keep" that keeps a possible conflict's ledger commitment.
 KEEP_COMMITMENT = "commitment"
+# Memories on one page of the subject page: a person reads a card at a time, not a scroll
+# of hundreds; and the page keeps a fixed number of queries, and a bounded time to render
+# its cards, whatever the subject holds.
+PAGE_SIZE = 25
 # Support sees the latest runs about a person; older ones are reached through the ledger.
 RUNS_SHOWN = 20
 # A correction to words another memory already says keeps that one (``correct_memory``).
@@ -96,6 +103,9 @@ class ConflictView:
 class Group:
     kind: str
     title: str
+    # How many the heading holds on every page, and whether it began on an earlier one.
+    total: int = 0
+    continued: bool = False
     cards: list[Card] = field(default_factory=list)
 
 
@@ -110,6 +120,13 @@ def subject_url(subject: Subject, anchor: str = "", **params: str) -> str:
     return url + (f"#{anchor}" if anchor else "")
 
 
+def memory_url(memory: Memory, **params: str) -> str:
+    """The subject page at the page that holds ``memory``, scrolled to its card; ``params``
+    (``edit``, ``delete``, ``uses``) name the memory themselves, or else ``show`` does."""
+    named = params or {"show": str(memory.pk)}
+    return subject_url(memory.subject, f"memory-{memory.pk}", **named)
+
+
 def describe(request: SignedInRequest, memory: Memory) -> Card:
     context = CardContext.load(
         viewer=request.user,
@@ -120,10 +137,9 @@ def describe(request: SignedInRequest, memory: Memory) -> Card:
     return card_for(memory, context)
 
 
-def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -> dict[str, Any]:
-    """Everything the subject page and its results fragment show, for these filters."""
-    conflicts = open_conflicts(subject)
-    memories = Memory.objects.for_subject(subject).prefetch_related("sources__run")
+def listed(subject: Subject, filters: Filters) -> MemoryQuerySet:
+    """Every memory the subject page lists for these filters, on one page or another."""
+    memories = Memory.objects.for_subject(subject)
     memories = (
         memories.filter(status=filters.status)
         if filters.status
@@ -135,7 +151,35 @@ def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -
         memories = memories.filter(kind=filters.kind)
     if filters.basis:
         memories = memories.filter(basis=filters.basis)
-    rows = list(memories.order_by("-written_at", "-pk"))
+    return memories
+
+
+def page_context(
+    request: SignedInRequest,
+    subject: Subject,
+    filters: Filters,
+    *,
+    number: int | None = None,
+    shown: Memory | None = None,
+) -> dict[str, Any]:
+    """Everything the subject page and its results fragment show, for these filters: page
+    ``number`` of the list, or else the page that holds ``shown`` (else the first).
+
+    The same number of queries whatever the page and however many memories there are.
+    """
+    conflicts = open_conflicts(subject)
+    memories = listed(subject, filters)
+    counts = memories.subject_page_counts()
+    if number is None:
+        before = memories.position_on_subject_page(shown) if shown is not None else None
+        number = 1 + (before or 0) // PAGE_SIZE
+    pages = numbered(number=number, total=sum(counts.values()), size=PAGE_SIZE)
+    sources = Prefetch("sources", Source.objects.select_related("run"))
+    rows = list(
+        memories.in_subject_page_order().prefetch_related(sources)[
+            pages.offset : pages.offset + PAGE_SIZE
+        ]
+    )
     contenders = [
         [m for m in c.memories.all() if m.status == Memory.Status.ACTIVE] for c in conflicts
     ]
@@ -146,7 +190,14 @@ def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -
         conflicts=conflicts,
     )
     cards = [card_for(m, context) for m in rows]
-    groups = [Group(kind=kind, title=str(title)) for kind, title in KIND_TITLES.items()]
+    groups = []
+    # Where each heading begins in the whole list: the questions first, then each kind.
+    start = counts[Memory.Status.PENDING]
+    for kind, title in KIND_TITLES.items():
+        groups.append(
+            Group(kind=kind, title=str(title), total=counts[kind], continued=pages.offset > start)
+        )
+        start += counts[kind]
     for item in cards:
         if item.memory.status != Memory.Status.PENDING:
             next(g for g in groups if g.kind == item.memory.kind).cards.append(item)
@@ -164,8 +215,12 @@ def page_context(request: SignedInRequest, subject: Subject, filters: Filters) -
         "bases": BASIS_FILTERS,
         "statuses": STATUS_FILTERS,
         "questions": [c for c in cards if c.memory.status == Memory.Status.PENDING],
+        "questions_continued": pages.offset > 0,
         "groups": [g for g in groups if g.cards],
+        # Conflicts come first, so they are on the first page; later ones say where.
         "conflicts": [v for v in conflict_views if v.sides > 1],
+        "pages": pages,
+        "asked": filters.query(),
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
         "in_use": Memory.objects.for_subject(subject).servable().exists(),
         "erasures": [(e, names.who(e.erased_by)) for e in erasures],
@@ -240,28 +295,39 @@ def visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
 def subject_page(request: SignedInRequest, ref: str) -> HttpResponse:
     subject = get_object_or_404(Subject.objects.visible_to(request.user), ref=ref)
     filters = Filters.from_data(request.GET)
-    context = page_context(request, subject, filters)
+    # The plain (no-JavaScript) paths of edit, delete, undo and "which conversations?",
+    # and links to one memory (``show``), open the page that holds it, in that state.
+    mine = Memory.objects.for_subject(subject).select_related("subject")
+    named: dict[str, Memory | None] = {}
+    for param in ("edit", "delete", "deleted", "uses", "show"):
+        value = request.GET.get(param, "")
+        named[param] = mine.filter(pk=value).first() if _is_uuid(value) else None
+    shown = named["edit"] or named["delete"] or named["uses"] or named["show"]
+    status = 200
+    try:
+        number = page_number(request.GET.get("page", ""))
+    except BadPage as error:
+        number, status = 1, 400
+        page_error = str(error)
+    else:
+        page_error = ""
+    context = page_context(request, subject, filters, number=number, shown=shown)
+    context["page_error"] = page_error
     if request.htmx and request.htmx.target == "memory-list":
-        response = render(request, f"{TEMPLATE}#results", context)
+        response = render(request, f"{TEMPLATE}#results", context, status=status)
         # Same URL, two bodies: caches must key on the htmx headers too.
         patch_vary_headers(response, ("HX-Request", "HX-Target"))
         return response
-    # The plain (no-JavaScript) paths of edit, delete and undo open the page in that state.
-    mine = Memory.objects.for_subject(subject)
     for param in ("edit", "delete", "deleted"):
-        value = request.GET.get(param, "")
-        found = mine.filter(pk=value).first() if _is_uuid(value) else None
+        found = named[param]
         context[param] = describe(request, found) if found else None
         if param == "deleted" and found:
             context["undo_left"] = undo_left(request, found)
-    # The plain path of "which conversations?": the page with that card's list open.
-    value = request.GET.get("uses", "")
-    found = mine.filter(pk=value).first() if _is_uuid(value) else None
-    if found is not None:
-        context.update(uses_context(found))
+    if named["uses"] is not None:
+        context.update(uses_context(named["uses"]))
     if access.may_see_runs(request.user):
         context["runs"] = subject.runs.select_related("agent")[:RUNS_SHOWN]
-    return render(request, TEMPLATE, context)
+    return render(request, TEMPLATE, context, status=status)
 
 
 def _is_uuid(value: str) -> bool:
@@ -277,7 +343,7 @@ def _is_uuid(value: str) -> bool:
 def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = visible_memory(request, pk)
     if not request.htmx:
-        return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
+        return HttpResponseRedirect(memory_url(memory))
     return _fragment(request, "card", memory)
 
 
@@ -287,9 +353,7 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = visible_memory(request, pk)
     if request.method == "GET":
         if not request.htmx:
-            return HttpResponseRedirect(
-                subject_url(memory.subject, f"memory-{memory.pk}", edit=str(memory.pk))
-            )
+            return HttpResponseRedirect(memory_url(memory, edit=str(memory.pk)))
         return _fragment(request, "edit-form", memory)
     if request.method != "POST":
         return HttpResponse(status=405)
@@ -311,11 +375,11 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     if new.supersedes_id != memory.pk:
         # Merged into the memory that already says it: its card is elsewhere on the page.
         messages.success(request, MERGED_NOTE)
-        target = subject_url(new.subject, f"memory-{new.pk}")
+        target = memory_url(new)
         return HttpResponseClientRedirect(target) if request.htmx else HttpResponseRedirect(target)
     if not request.htmx:
         messages.success(request, "Saved. The earlier version stays in the memory's history.")
-        return HttpResponseRedirect(subject_url(new.subject, f"memory-{new.pk}"))
+        return HttpResponseRedirect(memory_url(new))
     return _fragment(
         request, "card", new, note="Saved. The earlier version is in the history.", focus=True
     )
@@ -335,7 +399,7 @@ def _refused_edit(
             value=request.POST.get("statement", ""),
             reason=request.POST.get("reason", ""),
         )
-    context = page_context(request, memory.subject, Filters())
+    context = page_context(request, memory.subject, Filters(), shown=memory)
     context.update(
         edit=describe(request, memory),
         errors=errors,
@@ -351,9 +415,7 @@ def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = visible_memory(request, pk)
     if request.method == "GET":
         if not request.htmx:
-            return HttpResponseRedirect(
-                subject_url(memory.subject, f"memory-{memory.pk}", delete=str(memory.pk))
-            )
+            return HttpResponseRedirect(memory_url(memory, delete=str(memory.pk)))
         return _fragment(request, "delete-confirm", memory)
     if request.method != "POST":
         return HttpResponse(status=405)
@@ -382,7 +444,7 @@ def _refused(
     if request.htmx:
         return _fragment(request, fragment, memory, status=refusal.status, error=refusal.detail)
     messages.error(request, refusal.detail)
-    context = page_context(request, memory.subject, Filters())
+    context = page_context(request, memory.subject, Filters(), shown=memory)
     return render(request, TEMPLATE, context, status=refusal.status)
 
 
@@ -410,7 +472,7 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         return _refused(request, memory, "undo", refusal)
     if not request.htmx:
         messages.success(request, "Undone: the memory is back.")
-        return HttpResponseRedirect(subject_url(restored.subject, f"memory-{restored.pk}"))
+        return HttpResponseRedirect(memory_url(restored))
     return _fragment(
         request, fragment_for(restored), restored, note="Undone: it is back.", focus=True
     )
@@ -479,9 +541,7 @@ def memory_uses(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """The conversations that were given one memory: run, agent and when, latest first."""
     memory = visible_memory(request, pk)
     if not request.htmx:
-        return HttpResponseRedirect(
-            subject_url(memory.subject, f"memory-{memory.pk}", uses=str(memory.pk))
-        )
+        return HttpResponseRedirect(memory_url(memory, uses=str(memory.pk)))
     # The list needs only the memory, not its whole card (conflicts, usage, policy).
     context = {"subject": memory.subject, "card": {"memory": memory}}
     context.update(uses_context(memory))
@@ -509,7 +569,7 @@ def memory_withhold(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     )
     if not request.htmx:
         messages.success(request, note)
-        return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
+        return HttpResponseRedirect(memory_url(memory))
     return _fragment(request, fragment_for(memory), memory, note=note, focus=True)
 
 
@@ -536,7 +596,7 @@ def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     note = f"Renewed: kept until {day(until)}."
     if not request.htmx:
         messages.success(request, note)
-        return HttpResponseRedirect(subject_url(memory.subject, f"memory-{memory.pk}"))
+        return HttpResponseRedirect(memory_url(memory))
     return _fragment(request, "card", memory, note=note, focus=True)
 
 

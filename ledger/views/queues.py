@@ -25,6 +25,9 @@ from ledger.views.paging import BadCursor, keyset_page
 from ledger.views.runs import journal_row, run_journal
 
 PAGE_SIZE = 50
+# A queue is counted up to here and then said to hold "more than" this: a count of every
+# memory due for review is a scan of most of the table, on the staff home's every load.
+COUNT_CAP = 1_000
 
 
 @dataclass(frozen=True)
@@ -103,9 +106,26 @@ def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
             raise Http404("There is no such queue.")
 
 
-def queue_counts(now: datetime) -> list[tuple[Queue, int]]:
+@dataclass(frozen=True)
+class Waiting:
+    """How much waits in a queue, counted up to ``COUNT_CAP``: "1000+" past it."""
+
+    number: int
+    more: bool
+
+    def __str__(self) -> str:
+        return f"{self.number}+" if self.more else str(self.number)
+
+
+def waiting(rows: QuerySet[Any]) -> Waiting:
+    """How many of ``rows`` there are, in one query that stops past ``COUNT_CAP``."""
+    counted = rows.order_by()[: COUNT_CAP + 1].count()
+    return Waiting(min(counted, COUNT_CAP), counted > COUNT_CAP)
+
+
+def queue_counts(now: datetime) -> list[tuple[Queue, Waiting]]:
     """How much is waiting in each queue: one count each, over what the queue holds."""
-    return [(queue, queue_rows(queue.name, now).order_by().count()) for queue in QUEUES.values()]
+    return [(queue, waiting(queue_rows(queue.name, now))) for queue in QUEUES.values()]
 
 
 @support_only
@@ -135,7 +155,7 @@ def queue(request: SignedInRequest, name: str) -> HttpResponse:
     cutoff = policy.stale_intent_cutoff(now)
     context = {
         "queue": chosen,
-        "count": rows.order_by().count(),
+        "count": waiting(rows),
         "page": page,
         "journal_rows": [journal_row(e, cutoff) for e in page.rows] if name == "journal" else [],
         "back": request.get_full_path(),

@@ -23,6 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 from ledger import access
 from ledger.dates import day_window
 from ledger.models import LedgerEntry, Memory, Run, Source, Subject
+from ledger.querysets import MemoryQuerySet
 from ledger.views.forms import DayField
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.paging import BadCursor, asked, keyset_page, next_query
@@ -83,11 +84,11 @@ class SearchForm(forms.Form):
         return any(self.cleaned_data.get(name) for name in FILTERS)
 
 
-def _memories(form: SearchForm, now: datetime, viewer: access.Person) -> Any:
+def _memories(form: SearchForm, now: datetime, viewer: access.Person) -> MemoryQuerySet:
+    """The memories the filters allow; the words are matched by the page (``keyset_page``'s
+    ``any_of``), each way apart."""
     data = form.cleaned_data
     rows = Memory.objects.visible_to(viewer)
-    if data["q"]:
-        rows = rows.found_by(data["q"])
     if data["kind"]:
         rows = rows.filter(kind=data["kind"])
     if data["basis"]:
@@ -150,19 +151,21 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
     if query:
         subjects = subjects.filter(Q(ref__icontains=query) | Q(display_name__icontains=query))
     if searched:
+        # Filters narrow memories; only words can name a subject.
+        shown = list(subjects[: SUBJECTS_SHOWN + 1]) if query else []
+        memories = _memories(form, now, request.user)
         try:
             page = keyset_page(
-                _memories(form, now, request.user),
+                memories,
                 field="written_at",
                 cursor=form.cleaned_data["after"],
                 size=PAGE_SIZE,
                 newest_first=True,
+                any_of=memories.search_matches(query, by_subject=bool(shown)) if query else (),
             )
         except BadCursor as error:
             context.update(errors=str(error))
             return render(request, "ledger/home.html", context, status=400)
-        # Filters narrow memories; only words can name a subject.
-        shown = list(subjects[: SUBJECTS_SHOWN + 1]) if query else []
         context.update(
             page=page,
             subjects=shown[:SUBJECTS_SHOWN],

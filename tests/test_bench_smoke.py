@@ -1,0 +1,125 @@
+"""`make bench-data` and `make bench` at a tiny scale, so that neither rots: the dataset is
+built, every path is measured over HTTP beside its floor, the sweep in-process and in a
+Celery worker, and the report has a row of numbers for each (in a temporary folder, never
+docs/benchmarks.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from ledger.models import Memory
+from memoryadmin.bench import report
+from memoryadmin.bench.paths import PATHS
+from memoryadmin.bench.servers import ROOT, Database
+from tests.conftest import TEST_REDIS_URL
+
+SCALE = 300
+
+
+@pytest.fixture
+def scratch(django_db_blocker: Any) -> Iterator[Database]:
+    """A database of the benchmark's own, migrated as `make bench-data` migrates it. (Not a
+    copy of the test database: a template may have no other session, and a live server
+    thread of an earlier test may still hold one.)"""
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            pytest.skip("The benchmark's dataset is built with PostgreSQL's SQL.")
+        params = connection.settings_dict
+    test_db = Database(
+        f"postgres://{params['USER']}:{params['PASSWORD'] or ''}@{params['HOST']}:"
+        f"{params['PORT'] or 5432}/{params['NAME']}"
+    )
+    scratch = test_db.sibling(f"{test_db.name}_bench")
+    scratch.drop()
+    scratch.create()
+    try:
+        env = {**os.environ, "DATABASE_URL": scratch.url, "DATABASE_POOL": "0", "DEBUG": "1"}
+        manage("migrate", "--no-input", "-v", "0", env=env)
+        yield scratch
+    finally:
+        scratch.drop()
+
+
+def manage(*args: str, env: dict[str, str]) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.worker
+def test_bench_data_then_bench_report_every_path_beside_its_floor(
+    scratch: Database, tmp_path: Path
+) -> None:
+    env = {**os.environ, "DATABASE_URL": scratch.url, "DATABASE_POOL": "0", "DEBUG": "1"}
+    built = manage("bench_data", "--scale", str(SCALE), env=env)
+    assert "Bench agent key (read, write): ma_bench" in built
+
+    output = tmp_path / "benchmarks.md"
+    production = {
+        **env,
+        "DEBUG": "0",
+        "HTTPS": "0",
+        "SECRET_KEY": "bench-smoke-secret-key-not-for-anything-else-0123456789",
+        "MEMORYADMIN_EMAIL": "0",
+    }
+    manage(
+        "bench",
+        *("--output", str(output), "--redis-url", TEST_REDIS_URL, "--logs", str(tmp_path)),
+        *("--rounds", "1", "--batch", "2", "--warmup", "1", "--burst", "4", "--concurrency", "2"),
+        # The scratch database goes afterwards: the worker may sweep it, with no copy.
+        *("--sweep-rounds", "1", "--sweep-batches", "1", "--sweep-in-place"),
+        env=production,
+    )
+
+    results = json.loads(report.json_path(output, SCALE).read_text())
+    assert [path["name"] for path in results["paths"]] == [path.name for path in PATHS]
+    for path in results["paths"]:
+        assert path["failures"] == [], path["name"]
+        assert 0 < path["p50_ms"] <= path["p99_ms"], path["name"]
+        assert path["rps"] > 0 and path["queries"] >= 1, path["name"]
+        wanted = next(p.floors for p in PATHS if p.name == path["name"])
+        assert [floor["name"] for floor in path["floors"]] == list(wanted)
+        assert all(floor["p50_ms"] > 0 and floor["ratio"] > 0 for floor in path["floors"])
+    sweep = results["sweep"]
+    assert sweep["failures"] == []
+    assert sweep["rows_per_s"] > 0 and sweep["floor_rows_per_s"] > 0
+    assert sweep["worker_rows"] == results["dataset"]["due for expiry"]
+    assert sweep["worker_peak_mib"] > 0 and results["web_worker_peak_mib"] > 0
+
+    document = output.read_text()
+    assert report.start_marker(SCALE) in document and report.end_marker(SCALE) in document
+    for path in PATHS:
+        assert f"| {path.name} |" in document
+
+
+@pytest.mark.django_db
+def test_bench_data_never_replaces_memories_it_did_not_make(
+    remember: Callable[..., Memory],
+) -> None:
+    memory = remember("Prefers invoices as PDF attachments.")
+    with pytest.raises(CommandError, match="holds memories that bench_data did not make"):
+        call_command("bench_data", "--scale", "100", "--replace")
+    assert Memory.objects.filter(pk=memory.pk).exists()
+
+
+@pytest.mark.django_db
+def test_bench_without_a_dataset_says_to_build_one_first() -> None:
+    with pytest.raises(CommandError, match="run `make bench-data`"):
+        call_command("bench")
