@@ -17,10 +17,10 @@ TEST_PROCESSES ?= auto
 CHROMIUM ?= $(or $(shell command -v chromium 2>/dev/null),/usr/bin/chromium)
 export CHROMIUM
 # The benchmark's database (made if missing), its size in memories, and the Redis database
-# for its rate limits and its Celery worker's broker.
+# for its rate limits and its Celery worker's broker (below the ones make test takes).
 BENCH_DATABASE_URL = $${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/memoryadmin_bench}
 SCALE ?= 100000
-BENCH_REDIS_URL ?= redis://127.0.0.1:6379/14
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/8
 
 .PHONY: run test fuzz install chromium lint fmt screenshots clean bench-data bench
 
