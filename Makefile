@@ -41,6 +41,8 @@ install: $(VENV)/.installed
 
 run: install
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input -v 0
+	@# The folder broker's queue, before the demo's writes queue their audit sealer in it.
+	@mkdir -p "$${CELERY_BROKER_DIR:-.celery}/queue" "$${CELERY_BROKER_DIR:-.celery}/control"
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py seed_demo
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py collectstatic --no-input -v 0
 	@DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(PY) -m memoryadmin.devserver

@@ -364,6 +364,21 @@ def test_resolving_with_no_choice_says_what_to_do(dana, conflict) -> None:
     assert "Pick the statement to keep" in response.content.decode()
 
 
+def test_keeping_a_side_deleted_meanwhile_is_refused_in_its_box_leaving_the_list(
+    dana, conflict
+) -> None:
+    # A page open in another tab still offers the side deleted since.
+    deleted = memory("Prefers a phone call.")
+    dana.post(reverse("memory-delete", args=[deleted.pk]), **HTMX)
+    response = dana.post(
+        reverse("conflict-resolve", args=[conflict.pk]), {"keep": deleted.pk}, **HTMX
+    )
+    assert response.status_code in (400, 409)
+    assert response["HX-Retarget"] == f"#conflict-{conflict.pk}"
+    assert response["HX-Reswap"] == "outerHTML"
+    assert f'id="conflict-{conflict.pk}"' in response.content.decode()
+
+
 def test_expired_memory_says_when_and_can_be_renewed(dana, remember) -> None:
     ends = timezone.now() + timedelta(days=1)
     trip = remember("Is travelling this week.", expires_at=ends, expires_omitted=False)

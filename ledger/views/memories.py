@@ -23,7 +23,7 @@ from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from ledger import access, policy
 from ledger.actions.conflicts import dismiss_conflict, keep_commitment, resolve_conflict
@@ -703,9 +703,11 @@ def _conflict_refused(
     view = ConflictView(
         conflict=shown, cards=[card_for(m, context) for m in contenders], error=detail
     )
-    return render(
+    response = render(
         request,
         f"{TEMPLATE}#conflict",
         {"subject": conflict.subject, "own": own, "view": view},
         status=status,
     )
+    # The forms target the whole list (a resolution changes it); a refusal is this box's.
+    return reswap(retarget(response, f"#conflict-{conflict.pk}"), "outerHTML")
