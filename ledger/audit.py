@@ -238,6 +238,7 @@ DESCRIBED: dict[str, Callable[[Any], str]] = {
     "runnote": lambda row: f"note {row.key}",
     # By its moment, as the batch deletions page lists them, after its kind's name.
     "retractionbatch": lambda row: when(row.retracted_at),
+    "webhookendpoint": lambda row: row.url,
     PERSON: lambda row: row.username,
 }
 
@@ -250,6 +251,7 @@ PAGES: dict[str, tuple[str, str]] = {
     "retractionbatch": ("retraction", "id"),
     "agent": ("agent", "name"),
     "person": ("person", "username"),
+    "webhookendpoint": ("webhook", "id"),
     # The policy is one row: a change links to its version in the policy page's history.
     "policy": ("policy", ""),
 }

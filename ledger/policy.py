@@ -1097,10 +1097,16 @@ def refuse_unheld_change(agent: Agent | None, *, what: str) -> None:
     )
 
 
+# Sources by which an agent says the person said it: their message, or an older system's
+# record of what they stated (an import).
+PERSONS_WORD = (SourceKind.USER_MESSAGE, SourceKind.IMPORT)
+
+
 def hold_for(agent: Agent, *, basis: str, source_kind: str, statement: str) -> Hold | None:
     """Why this agent's memory write lands pending, or None: quarantined, everything it
-    writes; not trusted for stated memories, a statement it says came from the person;
-    and from anyone, a statement unsafe to hand an assistant."""
+    writes; not trusted for stated memories, a statement it says came from the person
+    (in a message, or in an import); and from anyone, a statement unsafe to hand an
+    assistant."""
     if agent.quarantined:
         because = agent.quarantined_because
         return Hold(
@@ -1109,7 +1115,7 @@ def hold_for(agent: Agent, *, basis: str, source_kind: str, statement: str) -> H
             f"Quarantined by an admin: {_sentence(because)} Everything this agent writes "
             "waits for a person's confirmation before agents may use it.",
         )
-    if agent.stated_untrusted and basis == Basis.STATED and source_kind == SourceKind.USER_MESSAGE:
+    if agent.stated_untrusted and basis == Basis.STATED and source_kind in PERSONS_WORD:
         because = agent.stated_untrusted_because
         return Hold(
             Restriction.STATED_UNTRUSTED,

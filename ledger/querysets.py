@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorExact
 from django.db import connections, models
 from django.db.models import Case, Count, Exists, F, Max, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Cast, Coalesce
 from django.utils import timezone
 
 from ledger import access
@@ -28,6 +28,7 @@ from ledger.choices import (
     MemoryStatus,
 )
 from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY, RETRACTABLE_MEMORY
+from ledger.webhooks import DeliveryStatus, quoted_event
 
 if TYPE_CHECKING:
     # The models import this module, so it names them for the type checker only; the
@@ -46,6 +47,8 @@ if TYPE_CHECKING:
         Run,
         Source,
         Subject,
+        WebhookDelivery,
+        WebhookEndpoint,
     )
 
 
@@ -598,3 +601,30 @@ class AgentKeyQuerySet(models.QuerySet["AgentKey"]):
         return self.filter(agent__is_active=True).filter(
             Q(expires_at__isnull=True) | Q(expires_at__gt=now)
         )
+
+
+class WebhookEndpointQuerySet(models.QuerySet["WebhookEndpoint"]):
+    def subscribed_to(self, event: str) -> WebhookEndpointQuerySet:
+        """The active endpoints that asked for ``event``. Their events are read as JSON text,
+        which holds each name in quotes: the same on PostgreSQL and SQLite (whose JSON has
+        no containment lookup), and the table is a handful of rows."""
+        return self.annotate(events_text=Cast("events", models.TextField())).filter(
+            active=True, events_text__contains=quoted_event(event)
+        )
+
+    def with_counts(self) -> WebhookEndpointQuerySet:
+        """Each endpoint with how many of its deliveries wait, and how many failed."""
+        return self.annotate(
+            pending=Count("deliveries", filter=Q(deliveries__status=DeliveryStatus.PENDING)),
+            failed=Count("deliveries", filter=Q(deliveries__status=DeliveryStatus.FAILED)),
+        )
+
+
+class WebhookDeliveryQuerySet(models.QuerySet["WebhookDelivery"]):
+    def due(self, now: datetime) -> WebhookDeliveryQuerySet:
+        """Waiting, and due to be tried by ``now``."""
+        return self.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+
+    def about_subject(self, subject_id: int) -> WebhookDeliveryQuerySet:
+        """Every event about the subject: filed under it, or under one of its runs."""
+        return self.filter(Q(subject_id=subject_id) | Q(run__subject_id=subject_id))

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
 from ledger import audit_chain
-from ledger.actions import expiry, recall_log, reminders
+from ledger.actions import expiry, recall_log, reminders, webhooks
 
 # Lost connections, deadlocks and mail-server trouble pass; retry soon, a few times, with
 # a short capped backoff rather than a long countdown the broker might redeliver early.
@@ -72,3 +72,10 @@ def seal_written(tables: list[str], using: str = "default") -> dict[str, int]:
 def keep_recall_log() -> dict[str, Any]:
     """Make the recall log's next months, drop those past the retention."""
     return recall_log.keep_recall_log().as_dict()
+
+
+@shared_task(name=webhooks.DELIVER_TASK, **RETRY)  # type: ignore[untyped-decorator]
+def deliver_webhooks(event_id: str | None = None) -> dict[str, Any]:
+    """Send one event's deliveries (queued when its change committed), or whatever is due
+    (the beat's pass, with no event): each at most once, however often this runs."""
+    return webhooks.deliver(event_id=event_id).as_dict()

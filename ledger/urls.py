@@ -17,6 +17,7 @@ from ledger.views import (
     search,
     snapshots,
     subjects,
+    webhooks,
 )
 from ledger.views import ledger as ledger_views
 from ledger.views.audit import audit_export, audit_log
@@ -104,4 +105,16 @@ urlpatterns = [
     path("people/addresses/lift/", people.address_lift_lockout, name="address-lift-lockout"),
     # Admin: the write policy (H6).
     path("policy/", policy_page, name="policy"),
+    # Admin: webhooks.
+    path("webhooks/", webhooks.webhook_list, name="webhooks"),
+    path("webhooks/<int:pk>/", webhooks.webhook_page, name="webhook"),
+    path("webhooks/<int:pk>/active/", webhooks.webhook_active, name="webhook-active"),
+    path("webhooks/<int:pk>/rotate/", webhooks.webhook_rotate, name="webhook-rotate"),
+    path("webhooks/<int:pk>/test/", webhooks.webhook_test, name="webhook-test"),
+    path("webhooks/<int:pk>/delete/", webhooks.webhook_delete, name="webhook-delete"),
+    path(
+        "webhooks/<int:pk>/deliveries/<int:delivery>/retry/",
+        webhooks.webhook_retry,
+        name="webhook-retry",
+    ),
 ]

@@ -333,6 +333,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_BROKER_DIR / "beat-schedule")
 _EXPIRY_EVERY = env_int("MEMORYADMIN_EXPIRY_EVERY_SECONDS", 60)
 _REMINDERS_EVERY = env_int("MEMORYADMIN_REMINDERS_EVERY_SECONDS", 3600)
 _SEAL_EVERY = env_int("MEMORYADMIN_AUDIT_SEAL_EVERY_SECONDS", 60)
+_WEBHOOKS_EVERY = env_int("MEMORYADMIN_WEBHOOK_EVERY_SECONDS", 60)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     "expire-due": {
         "task": "ledger.tasks.expire_due",
@@ -349,6 +350,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "ledger.tasks.seal_audit",
         "schedule": _SEAL_EVERY,
         "options": {"expires": _SEAL_EVERY},
+    },
+    # Webhooks: sends the deliveries that are due, whatever queued them (or failed to).
+    "deliver-webhooks": {
+        "task": "ledger.tasks.deliver_webhooks",
+        "schedule": _WEBHOOKS_EVERY,
+        "options": {"expires": _WEBHOOKS_EVERY},
     },
     # The recall log: next months' partitions made ahead, months past the retention dropped
     # (ledger.actions.recall_log). Hourly, though a day's pause costs nothing.
@@ -417,6 +424,20 @@ if MEMORYADMIN_RECALL_RETENTION_DAYS < 1:
 MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES: int = env_int(
     "MEMORYADMIN_JOURNAL_INTENDED_STALE_MINUTES", 15
 )
+
+# Webhooks (ledger.actions.webhooks): the wait in seconds before each retry of a failed
+# delivery, comma-separated (one attempt, then one more per number; then it is failed), and
+# how long one attempt waits for the receiver's answer.
+MEMORYADMIN_WEBHOOK_RETRY_SECONDS: list[int] = [
+    int(wait)
+    for wait in os.environ.get(
+        "MEMORYADMIN_WEBHOOK_RETRY_SECONDS", "30,120,600,3600,21600,21600,21600"
+    ).split(",")
+    if wait.strip()
+]
+if any(wait < 0 for wait in MEMORYADMIN_WEBHOOK_RETRY_SECONDS):
+    raise ImproperlyConfigured("MEMORYADMIN_WEBHOOK_RETRY_SECONDS are waits: 0 or more each.")
+MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS: int = env_int("MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS", 10)
 
 # Each agent's API requests per period, reads and writes counted apart. On whatever DEBUG
 # is; a deployment may raise them, never switch them off.

@@ -34,6 +34,7 @@ from ledger.actions.retractions import Selection, retract_batch
 from ledger.actions.reverts import revert_correction
 from ledger.actions.sources import SourceInput
 from ledger.actions.subjects import set_display_name
+from ledger.actions.webhooks import register_endpoint, rotate_endpoint_secret
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Agent, Conflict, Memory, PersonChange, Subject
@@ -330,6 +331,26 @@ def test_a_restriction_says_what_changed_and_its_reason_once(
     assert held.entry.reason == "Quarantine started: Writes guesses as statements."
     html = ada.get(f"{reverse('audit')}?kind=agent").content.decode()
     assert html.count("Writes guesses as statements.") == 1
+
+
+def test_a_webhook_endpoint_is_named_by_its_address_and_links_to_its_page(
+    people: dict[str, User], ada: Client
+) -> None:
+    made = register_endpoint(
+        url="https://hooks.example.com/memory",
+        events=["memory.written"],
+        description="CRM mirror",
+        actor=Actor.for_user(people["ada"]),
+    )
+    rotate_endpoint_secret(endpoint=made.endpoint, actor=Actor.for_user(people["ada"]))
+
+    html = ada.get(f"{reverse('audit')}?kind=webhookendpoint").content.decode()
+
+    page = reverse("webhook", args=[made.endpoint.pk])
+    assert html.count(f'href="{page}"') == 2
+    assert "https://hooks.example.com/memory" in html
+    # The secret is never kept in the history, so the audit cannot show it.
+    assert made.secret not in html
 
 
 def test_a_created_memory_says_what_was_written_above_every_field(

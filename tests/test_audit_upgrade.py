@@ -219,11 +219,18 @@ def test_the_upgrade_knows_every_column_0009_adds_and_every_field_it_makes_erasa
     chains, and what it seals is what this release verifies (a later release that changes
     the layout again reseals in its own migration, and compares with that one here)."""
     loader = MigrationLoader(None, ignore_no_migrations=True)
-    layouts = importlib.import_module("ledger.migrations.0009_hardening")._layouts(
-        loader.project_state([("ledger", "0009_hardening")]).apps
-    )
+    apps_0009 = loader.project_state([("ledger", "0009_hardening")]).apps
+    layouts = importlib.import_module("ledger.migrations.0009_hardening")._layouts(apps_0009)
     at_0008 = audit_chain.chains_in(loader.project_state(BEFORE).apps, rules_0008())
     assert sorted(layout(old) for old, _ in layouts) == sorted(layout(c) for c in at_0008)
+    resealed = {new.table for _, new in layouts}
+    now = audit_chain.chains()
+    # A chained table a later migration creates (webhook endpoints' history, in 0011) starts
+    # with no rows, so there is nothing of it to reseal.
+    tables_0009 = {model._meta.db_table for model in apps_0009.get_models()}
+    assert {chain.table for chain in now} - resealed <= {
+        chain.table for chain in now if chain.table not in tables_0009
+    }
     assert sorted(layout(new) for _, new in layouts) == sorted(
-        layout(c) for c in audit_chain.chains()
+        layout(c) for c in now if c.table in resealed
     )

@@ -18,9 +18,11 @@ from rest_framework.test import APIClient
 
 from ledger.actions.policy import change_policy
 from ledger.actions.subjects import set_display_name
+from ledger.actions.webhooks import register_endpoint
 from ledger.actors import Actor
 from ledger.audit_chain import seal_pending, verify
 from ledger.models import Conflict, Erasure, JournalEntry, Memory, Policy, Run, Subject
+from ledger.webhooks import Event
 from tests.conftest import PASSWORD, SUBJECT, agent_client, body, signed_in
 from tests.test_snapshot_checks import DOCUMENT
 
@@ -121,6 +123,14 @@ def write(api: APIClient, statement: str, key: str = "", **kw: Any) -> dict[str,
 @pytest.fixture
 def everywhere(dana: Client, support: Client, api: APIClient) -> Subject:
     """The canary, through every route that stores something about Dana."""
+    # A webhook endpoint subscribed to everything: every event about Dana is filed for it
+    # (never sent: the test's transaction never commits), and must be scrubbed too.
+    register_endpoint(
+        url="http://127.0.0.1:9/hooks",
+        events=Event.values,
+        description="every event",
+        actor=Actor.system("test"),
+    )
     # Run notes and a journal entry before the run has a subject: their stored answers
     # are filed under the run alone.
     ok(
@@ -356,6 +366,7 @@ def test_the_canary_is_everywhere_before(everywhere: Subject) -> None:
         "ledger_idempotencyrecord.response_body",
         "ledger_snapshot.document",
         "ledger_recall.goal",
+        "ledger_webhookdelivery.payload",
     } <= hits
 
 

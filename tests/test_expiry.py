@@ -275,9 +275,10 @@ def test_a_batch_of_fifty_and_a_batch_of_five_hundred_cost_the_same_queries(
         assert run.memories == count
         assert Memory.objects.filter(pk__in=[m.pk for m in rows], status="expired").count() == count
         costs.append(statements(queries))
-    # Per batch: the UPDATE … RETURNING, the history INSERT … SELECT and the conflict query;
-    # then the ledger entries' UPDATE, which finds none.
-    assert costs[0] == costs[1] == ["WITH", "WITH", "SELECT", "WITH"]
+    # Per batch: the UPDATE … RETURNING, the history INSERT … SELECT, the webhook events'
+    # INSERT … SELECT (one statement for the batch, filing nothing when no endpoint
+    # subscribes) and the conflict query; then the ledger entries' UPDATE, which finds none.
+    assert costs[0] == costs[1] == ["WITH", "WITH", "WITH", "SELECT", "WITH"]
     assert Memory.history.filter(history_actor="system:expiry").count() == 550
 
 

@@ -2,7 +2,8 @@
 
 `make run` starts for real (web server, Celery worker and beat on the embedded SQLite
 database and folder broker, in a scratch folder), the README's commands run against it in
-one shell as a reader would type them, and Ctrl-C must stop everything quietly.
+one shell as a reader would type them, then each of its Python snippets in the project's
+Python, and Ctrl-C must stop everything quietly.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ SHELL_BLOCKS = re.findall(r"^```(?:sh|bash|shell)\n(.*?)^```", README, re.S | re
 # The two commands themselves: `make test` is what runs this, and `make run` is started below.
 TWO_COMMANDS = [block for block in SHELL_BLOCKS if block.startswith("make run")]
 README_COMMANDS = [block for block in SHELL_BLOCKS if block not in TWO_COMMANDS]
+PYTHON_SNIPPETS = re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
 # A failed HTTP call fails the block, as a reader would notice from the error it prints.
 CURL_FAILS_ON_ERRORS = 'curl() { command curl --fail-with-body --show-error "$@"; }\n'
 
@@ -124,6 +126,22 @@ def test_make_run_then_every_readme_command_then_ctrl_c(tmp_path: Path) -> None:
         # The commands ran without DEBUG or SECRET_KEY: the install made its own key.
         assert (tmp_path / ".secret_key").stat().st_mode & 0o777 == 0o600
         assert '"outcome": "accepted"' in ran.stdout or '"outcome":"accepted"' in ran.stdout
+
+        # A reader pastes each Python snippet into the project's Python, in order.
+        for number, snippet in enumerate(PYTHON_SNIPPETS, 1):
+            pasted = subprocess.run(
+                [str(ROOT / ".venv" / "bin" / "python"), "-"],
+                input=snippet.replace("127.0.0.1:8000", f"127.0.0.1:{port}"),
+                cwd=ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert pasted.returncode == 0, (
+                f"README Python snippet {number} failed:\n{snippet}\n"
+                f"{pasted.stdout}\n{pasted.stderr}"
+            )
     finally:
         # Ctrl-C in the terminal: the signal reaches make and the runner it started.
         os.killpg(make_run.pid, signal.SIGINT)

@@ -209,7 +209,8 @@ def within_rules(case: Any, cap: int) -> Any:
     if isinstance(case.query, dict):
         if isinstance(case.query.get("k"), int):
             case.query["k"] = 1 + (case.query["k"] - 1) % cap
-        if case.query.get("active") is True:
+        # Booleans reach the query string as True or as the word, depending on the example.
+        if case.query.get("active") in (True, "true"):
             case.query.pop("stale", None)
     return case
 

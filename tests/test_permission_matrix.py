@@ -27,6 +27,7 @@ from ledger.actions.agents import revoke_agent
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.policy import change_policy
 from ledger.actions.retractions import Selection, retract_batch
+from ledger.actions.webhooks import register_endpoint, send_test_event
 from ledger.actors import Actor
 from ledger.models import JournalEntry, Memory, Recall, Reminder, Subject
 from tests.conftest import SUBJECT, agent_client, body, signed_in
@@ -130,6 +131,13 @@ def world(make_person: Callable[..., User]) -> World:
     )
     # The policy's row comes from a migration; one change gives it a history to open.
     change_policy(actor=Actor.for_user(admin_person), reason="Matrix.", recall_cap=19)
+    hook = register_endpoint(
+        url="http://127.0.0.1:9/hooks",
+        events=["memory.written"],
+        description="",
+        actor=Actor.for_user(admin_person),
+    ).endpoint
+    delivery = send_test_event(endpoint=hook, actor=Actor.for_user(admin_person))
     reminder = Reminder.objects.create(
         memory=memory,
         kind=Reminder.Kind.REVIEW,
@@ -157,6 +165,8 @@ def world(make_person: Callable[..., User]) -> World:
         "group": str(Group.objects.get(name="support").pk),
         "user_pk": str(User.objects.get(username="uma").pk),
         "subject_pk": str(Subject.objects.get(ref=SUBJECT).pk),
+        "webhook": str(hook.pk),
+        "delivery": str(delivery.pk),
     }
     # A new client for every request: a POST to the logout URL must not sign out the next.
     clients: dict[str, Callable[[], Client]] = {
@@ -311,6 +321,11 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "/api/v1/memories/{memory}/recalls",
         "401 401 401 401 401 200 200 401",
         "401 401 401 401 401 403 405 401",
+    ),
+    "api/v1/imports": (
+        "/api/v1/imports",
+        "401 401 401 401 401 405 405 401",
+        "401 401 401 401 401 403 400 401",
     ),
     "api/v1/retractions": (
         "/api/v1/retractions",
@@ -525,6 +540,41 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "302 404 404 404 400 302 302 302",
     ),
     "policy/": ("/policy/", "302 404 404 404 200 302 302 302", "302 404 404 404 400 302 302 302"),
+    "webhooks/": (
+        "/webhooks/",
+        "302 404 404 404 200 302 302 302",
+        "302 404 404 404 400 302 302 302",
+    ),
+    "webhooks/<int:pk>/": (
+        "/webhooks/{webhook}/",
+        "302 404 404 404 200 302 302 302",
+        "302 404 404 404 405 302 302 302",
+    ),
+    "webhooks/<int:pk>/active/": (
+        "/webhooks/{webhook}/active/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 302 302 302 302",
+    ),
+    "webhooks/<int:pk>/rotate/": (
+        "/webhooks/{webhook}/rotate/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 200 302 302 302",
+    ),
+    "webhooks/<int:pk>/test/": (
+        "/webhooks/{webhook}/test/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 302 302 302 302",
+    ),
+    "webhooks/<int:pk>/delete/": (
+        "/webhooks/{webhook}/delete/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 400 302 302 302",
+    ),
+    "webhooks/<int:pk>/deliveries/<int:delivery>/retry/": (
+        "/webhooks/{webhook}/deliveries/{delivery}/retry/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 302 302 302 302",
+    ),
     "queues/": ("/queues/", "302 404 404 200 200 302 302 302", "302 404 404 405 405 302 302 302"),
     "queues/<str:name>/": (
         "/queues/{queue}/",

@@ -9,12 +9,20 @@ from django.urls import resolve
 from jsonschema import Draft202012Validator
 from rest_framework.test import APIClient
 
-from ledger.models import JournalEntry, Memory, Policy, RunNote, Source
+from ledger.models import JournalEntry, LedgerEntry, Memory, Policy, RunNote, Source
 from ledger.recall import GOAL_MAX
 from tests.conftest import SUBJECT, body
 
 pytestmark = pytest.mark.django_db
-NAMES = ["write_note", "read_notes", "remember", "recall", "journal_intent", "journal_result"]
+NAMES = [
+    "write_note",
+    "read_notes",
+    "remember",
+    "recall",
+    "journal_intent",
+    "journal_result",
+    "read_ledger",
+]
 # In calling order: a later example reads what an earlier one wrote.
 EXAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("write_note", {"run": "run_tools", "key": "plan", "value": "Refund 40.00 EUR, not more."}),
@@ -39,6 +47,7 @@ EXAMPLES: list[tuple[str, dict[str, Any]]] = [
             "verification": {"sent_folder": "m-1 present"},
         },
     ),
+    ("read_ledger", {"subject": SUBJECT, "active": True, "kind": "commitment"}),
 ]
 
 
@@ -149,6 +158,30 @@ def test_schema_limits_are_the_apis_limits(listing: dict[str, Any]) -> None:
     assert result["required"] == ["idempotency_key", "state"]
     intent = tool(listing, "journal_intent")["parameters"]
     assert intent["properties"]["intent"]["type"] == "object"
+    ledger = tool(listing, "read_ledger")["parameters"]
+    assert ledger["required"] == ["subject"]
+    assert ledger["properties"]["kind"]["enum"] == LedgerEntry.Kind.values
+    assert ledger["properties"]["active"]["type"] == "boolean"
+
+
+def test_the_ledger_tool_reads_only_what_is_in_force(
+    api: APIClient, listing: dict[str, Any]
+) -> None:
+    call(api, listing, "remember", body())
+    for fact, kind in [
+        ("Never e-mail the supplier Acme.", "commitment"),
+        ("Maybe 10%.", "proposal"),
+    ]:
+        entry = {"fact": fact, "kind": kind, "source": {"kind": "user_message", "ref": "msg_1"}}
+        assert (
+            api.post(f"/api/v1/subjects/{SUBJECT}/ledger", entry, format="json").status_code == 201
+        )
+    arguments = {"subject": SUBJECT, "active": True, "kind": "commitment"}
+    response = call(api, listing, "read_ledger", arguments)
+    assert [e["fact"] for e in response.json()["entries"]] == ["Never e-mail the supplier Acme."]
+    refused = call(api, listing, "read_ledger", {**arguments, "kind": "rumour"})
+    assert refused.status_code == 400
+    assert "kind" in refused.json()
 
 
 def test_tools_need_only_the_read_scope(reader: APIClient) -> None:

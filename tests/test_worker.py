@@ -122,7 +122,7 @@ def start_worker(
     mail_dir: Path,
     tmp_path_factory: pytest.TempPathFactory,
     django_db_setup: None,
-) -> Iterator[Callable[[str], Worker]]:
+) -> Iterator[Callable[..., Worker]]:
     workers: list[Worker] = []
     env = {
         **os.environ,
@@ -138,7 +138,8 @@ def start_worker(
     env.pop("CELERY_TASK_ALWAYS_EAGER", None)
     logs = tmp_path_factory.mktemp("workers")
 
-    def start(name: str) -> Worker:
+    def start(name: str, **settings_env: str) -> Worker:
+        """A worker named ``name``, with ``settings_env`` added to its environment."""
         node = f"{name}-{os.getpid()}@memoryadmin-tests"
         log = logs / f"{name}.log"
         process = subprocess.Popen(
@@ -158,7 +159,7 @@ def start_worker(
                 node,
             ],
             cwd=settings.BASE_DIR,
-            env=env,
+            env={**env, **settings_env},
             stdout=log.open("wb"),
             stderr=subprocess.STDOUT,
         )

@@ -14,9 +14,10 @@ from django.db.models.expressions import Combinable
 from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 
-from ledger import access, policy
+from ledger import access, policy, webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import close_conflict
+from ledger.actions.webhooks import emit, scrub_subject
 from ledger.actors import Actor
 from ledger.models import (
     Conflict,
@@ -222,7 +223,10 @@ def erase_subject(
         _, deleted = IdempotencyRecord.objects.filter(pk__in=answers).delete()
         stored_responses = deleted.get(IdempotencyRecord._meta.label, 0)
 
-        return Erasure.objects.create(
+        # Earlier events about the subject quote its statements: sent or waiting, each keeps
+        # its id, type and time, and loses its payload.
+        scrub_subject(locked.pk)
+        erasure = Erasure.objects.create(
             subject=locked,
             erased_by=actor.label,
             erased_by_role=actor.role,
@@ -240,6 +244,9 @@ def erase_subject(
             conflicts=len(conflicts),
             write_decisions=decisions,
         )
+        # Filed under no subject: it holds nothing personal, so no later erasure scrubs it.
+        emit(webhooks.Event.SUBJECT_ERASED, webhooks.erasure_payload(erasure, locked.ref))
+        return erasure
 
 
 def _blank(row: models.Model) -> list[str]:

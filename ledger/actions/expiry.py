@@ -41,8 +41,9 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from ledger import audit_chain
+from ledger import audit_chain, webhooks
 from ledger.actions.slots import refresh_conflict, settle_possible_conflicts
+from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory
@@ -100,6 +101,8 @@ def _expire_memory_batch(*, now: datetime, size: int) -> int:
         due = Memory.objects.due_to_expire(now)
         expired = _expire_batch(due, now=now, size=size)
         if expired:
+            # The batch's events: one more statement, set-based like the rest.
+            emit_memories(webhooks.Event.MEMORY_EXPIRED, expired)
             batch = _among(expired, due)
             # The conflicts an expired memory is a side of, and its slot's (the same, unless
             # a slot's conflict has fallen behind its memories): found from the batch's rows

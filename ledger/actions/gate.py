@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import (
     CharField,
     Count,
+    Exists,
     F,
     JSONField,
     QuerySet,
@@ -30,7 +31,7 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, JSONObject
 from django.utils import timezone
 
-from ledger import policy
+from ledger import policy, webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import (
     CANDIDATE_SIDES,
@@ -43,8 +44,19 @@ from ledger.actions.slots import (
 )
 from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actions.subjects import create_subject
+from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
-from ledger.models import Agent, Conflict, Memory, Policy, Run, Source, Subject, WriteDecision
+from ledger.models import (
+    Agent,
+    Conflict,
+    Memory,
+    Policy,
+    Run,
+    Source,
+    Subject,
+    WebhookEndpoint,
+    WriteDecision,
+)
 
 
 @dataclass(frozen=True)
@@ -164,6 +176,8 @@ class _Holdings:
     slot: list[tuple[Any, str]]
     open_conflict: int | None
     candidates: list[Candidate]
+    # Whether any webhook endpoint is active: if not, the write files no event, at no cost.
+    listening: bool
 
 
 def _holdings(subject: Subject, *, data: MemoryInput, normalized: str, now: datetime) -> _Holdings:
@@ -177,6 +191,7 @@ def _holdings(subject: Subject, *, data: MemoryInput, normalized: str, now: date
             Subquery(live.order_by().values("subject").annotate(n=Count("pk")).values("n")), 0
         ),
         "same": Subquery(live.filter(normalized=normalized).values("pk")[:1]),
+        "hooks": Exists(WebhookEndpoint.objects.filter(active=True)),
     }
     if data.key:
         slot = Conflict.objects.open().filter(subject=subject, key=data.key)
@@ -219,6 +234,7 @@ def _holdings(subject: Subject, *, data: MemoryInput, normalized: str, now: date
         slot=[(pk, text) for pk, text, side, _facts in rows if side == _SLOT],
         open_conflict=found.get("conflict"),
         candidates=[(pk, text, side) for pk, text, side, _facts in rows if side in CANDIDATE_SIDES],
+        listening=bool(found["hooks"]),
     )
 
 
@@ -321,9 +337,10 @@ def _decide_and_write(
             active=[*held.slot, (memory.pk, normalized)],
             conflict=Conflict.objects.get(pk=held.open_conflict) if held.open_conflict else None,
             actor=actor,
+            listening=held.listening,
         )
     possible = open_possible_conflicts(
-        memory=memory, actor=actor, now=now, candidates=held.candidates
+        memory=memory, actor=actor, now=now, candidates=held.candidates, listening=held.listening
     )
     reason += possible_conflicts_note(possible)
     written: dict[str, Any] = {
@@ -334,21 +351,29 @@ def _decide_and_write(
         "conflicts": (*([conflict] if conflict else []), *possible),
     }
     if conflict is not None:
-        return GateResult(
+        result = GateResult(
             outcome=WriteDecision.Outcome.CONFLICT,
             reason=reason + f" It disagrees with another memory in the slot '{data.key}'; "
             "both are kept and a conflict is open for a person to resolve.",
             conflict=conflict,
             **written,
         )
-    accepted = WriteDecision.Outcome.CONFLICT if possible else WriteDecision.Outcome.ACCEPTED
-    return GateResult(
-        outcome=WriteDecision.Outcome.PENDING if pending else accepted,
-        reason=reason,
-        conflict=possible[0] if possible else None,
-        **written,
-        **_held(hold),
+    else:
+        accepted = WriteDecision.Outcome.CONFLICT if possible else WriteDecision.Outcome.ACCEPTED
+        result = GateResult(
+            outcome=WriteDecision.Outcome.PENDING if pending else accepted,
+            reason=reason,
+            conflict=possible[0] if possible else None,
+            **written,
+            **_held(hold),
+        )
+    emit_memories(
+        webhooks.Event.MEMORY_WRITTEN,
+        [memory.pk],
+        extra={"outcome": result.outcome},
+        listening=held.listening,
     )
+    return result
 
 
 def _held(hold: policy.Hold | None) -> dict[str, Any]:

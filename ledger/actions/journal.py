@@ -13,8 +13,10 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from ledger import webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.runs import RunOfAnotherAgent, start_run
+from ledger.actions.webhooks import emit
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Run
 from ledger.policy import (
@@ -109,6 +111,14 @@ def record_outcome(
             reason=f"Outcome recorded: {previous} → {state}.",
             update_fields=fields,
         )
+        if state == JournalEntry.State.UNKNOWN:
+            entry.agent = agent
+            emit(
+                webhooks.Event.JOURNAL_UNKNOWN,
+                webhooks.journal_payload(entry, previous),
+                subject_id=entry.run.subject_id,
+                run_id=entry.run_id,
+            )
     return entry
 
 

@@ -11,11 +11,12 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import access, policy
+from ledger import access, policy, webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import clear_reminders, reopen_reminders
 from ledger.actions.slots import lock_slot, open_possible_conflicts, refresh_conflict
 from ledger.actions.sources import SourceInput, add_source
+from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.choices import StatedBy
 from ledger.models import Memory, Policy, Source
@@ -81,6 +82,7 @@ def correct_memory(
             kept = _merge_correction(
                 old=old, into=same, actor=actor, reason=reason, source=source, now=now
             )
+            _corrected(old, kept)
             memory.refresh_from_db()
             return kept
         by_person = actor.user is not None and access.acts_for_person(actor.user, old.subject)
@@ -139,8 +141,14 @@ def correct_memory(
             actor=actor,
             memory=new,
         )
+        _corrected(old, new)
     memory.refresh_from_db()
     return new
+
+
+def _corrected(old: Memory, new: Memory) -> None:
+    """The ``memory.corrected`` event: the memory that now stands, and the one it replaced."""
+    emit_memories(webhooks.Event.MEMORY_CORRECTED, [new.pk], extra={"corrects": str(old.pk)})
 
 
 def _merge_correction(
@@ -260,6 +268,7 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             reason=reason,
         )
         clear_reminders(memory=retracted, now=retracted.status_changed_at)
+        emit_memories(webhooks.Event.MEMORY_RETRACTED, [retracted.pk])
     return retracted
 
 
@@ -422,4 +431,7 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
         # The deletion closed the memory's reminders; undoing it must not lose them.
         if deleted_at is not None:
             reopen_reminders(memory=restored, cleared_at=deleted_at)
+        emit_memories(
+            webhooks.Event.MEMORY_WRITTEN, [restored.pk], extra={"outcome": webhooks.RESTORED}
+        )
         return restored

@@ -2,9 +2,11 @@
 window) wrote, deleted in one action with one reason, and undone as one.
 
 Each memory takes the same path as a single deletion (``lifecycle.retract_memory``: lock,
-check the move, history with who and why, conflicts refreshed, reminders cleared). The
-batch keeps each memory's status before and version after, so that its undo puts back
-only what nobody has touched since, and reports the rest.
+check the move, history with who and why, conflicts refreshed, reminders cleared), and the
+batch files its ``memory.retracted`` webhook events in one statement, one event per memory.
+The batch keeps each memory's status before and version after, so that its undo puts back
+only what nobody has touched since, and reports the rest; the undo tells webhook receivers
+with ``memory.written`` (outcome ``restored``) for each memory it puts back.
 """
 
 from __future__ import annotations
@@ -19,10 +21,12 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from ledger import policy
+from ledger import policy, webhooks
 from ledger.actions._tracking import save_tracked
-from ledger.actions.lifecycle import move_memory, retract_memory
+from ledger.actions.lifecycle import move_memory
+from ledger.actions.reminders import clear_reminders
 from ledger.actions.slots import lock_slot
+from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.models import Memory, RetractionBatch, RetractionItem
 from ledger.policy import MemoryMove
@@ -180,9 +184,15 @@ def retract_batch(
             if not policy.allows(memory.status, MemoryMove.RETRACT):
                 continue
             status_before = memory.status
-            retracted = retract_memory(
-                memory=memory, actor=actor, reason=f"Deleted in batch {batch.pk}: {reason}"
+            # retract_memory's steps, but for its event: the batch files all of them at once.
+            retracted = move_memory(
+                memory=memory,
+                actor=actor,
+                move=MemoryMove.RETRACT,
+                status=Memory.Status.RETRACTED,
+                reason=f"Deleted in batch {batch.pk}: {reason}",
             )
+            clear_reminders(memory=retracted, now=retracted.status_changed_at)
             items.append(
                 RetractionItem(
                     batch=batch,
@@ -194,6 +204,7 @@ def retract_batch(
         policy.refuse_batch_size(len(items), expected=expected)
         # Items are the batch's own record, not claims: they keep no history of their own.
         RetractionItem.objects.bulk_create(items)
+        emit_memories(webhooks.Event.MEMORY_RETRACTED, [item.memory.pk for item in items])
     return batch
 
 
@@ -237,6 +248,13 @@ def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoRepo
                 reason=why,
             )
             report.restored.append(restored)
+        # A receiver that mirrors memories dropped these on memory.retracted: it is told
+        # they are back as it is told of any memory written, with what they are now.
+        emit_memories(
+            webhooks.Event.MEMORY_WRITTEN,
+            [memory.pk for memory in report.restored],
+            extra={"outcome": webhooks.RESTORED},
+        )
         locked.undone_by = actor.label
         locked.undone_at = now
         save_tracked(locked, actor=actor, reason=why, update_fields=["undone_by", "undone_at"])

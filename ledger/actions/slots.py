@@ -31,8 +31,9 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from ledger import contradictions
+from ledger import contradictions, webhooks
 from ledger.actions._tracking import create_tracked, save_tracked
+from ledger.actions.webhooks import emit
 from ledger.actors import Actor
 from ledger.choices import LedgerKind
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
@@ -81,15 +82,20 @@ def settle_slot(
     active: list[tuple[Any, str]],
     conflict: Conflict | None,
     actor: Actor,
+    listening: bool | None = None,
 ) -> Conflict | None:
     """Open, extend or close ``conflict`` (the slot's open one, if any) to match ``active``,
-    the id and normalized statement of every active memory in the slot."""
+    the id and normalized statement of every active memory in the slot. ``listening``: as
+    ``emit`` takes it, for the conflict this opens."""
     now = timezone.now()
     if len({normalized for _pk, normalized in active}) > 1:
+        opened = conflict is None
         if conflict is None:
             conflict = Conflict(subject=subject, key=key, opened_at=now)
             save_tracked(conflict, actor=actor, reason=f"Memories disagree in slot '{key}'.")
         conflict.memories.add(*(pk for pk, _normalized in active))
+        if opened:
+            _announce([conflict], [[pk for pk, _normalized in active]], listening)
         return conflict
     if conflict is not None:
         close_conflict(
@@ -106,7 +112,12 @@ def close_conflict(conflict: Conflict, *, actor: Actor, reason: str, now: dateti
 
 
 def open_possible_conflicts(
-    *, memory: Memory, actor: Actor, now: datetime, candidates: list[Candidate] | None = None
+    *,
+    memory: Memory,
+    actor: Actor,
+    now: datetime,
+    candidates: list[Candidate] | None = None,
+    listening: bool | None = None,
 ) -> list[Conflict]:
     """Open a possible conflict between ``memory`` and each live memory or commitment in
     force about its subject that its words likely contradict: of ``candidates`` when the
@@ -137,7 +148,7 @@ def open_possible_conflicts(
         for pk, side in contradicted
     ]
     members = [[memory.pk] if side == _COMMITMENT else [memory.pk, pk] for pk, side in contradicted]
-    return _open_possible(conflicts, members, actor)
+    return _open_possible(conflicts, members, actor, listening)
 
 
 def open_commitment_conflicts(*, entry: LedgerEntry, actor: Actor, now: datetime) -> list[Conflict]:
@@ -161,7 +172,10 @@ def open_commitment_conflicts(*, entry: LedgerEntry, actor: Actor, now: datetime
 
 
 def _open_possible(
-    conflicts: list[Conflict], members: list[list[Any]], actor: Actor
+    conflicts: list[Conflict],
+    members: list[list[Any]],
+    actor: Actor,
+    listening: bool | None = None,
 ) -> list[Conflict]:
     """Store ``conflicts`` with their memories (``members``, one list each), in bulk."""
     if not conflicts:
@@ -183,7 +197,19 @@ def _open_possible(
             for pk in pks
         ]
     )
+    _announce(conflicts, members, listening)
     return conflicts
+
+
+def _announce(conflicts: list[Conflict], members: list[list[Any]], listening: bool | None) -> None:
+    """A ``conflict.opened`` event for each conflict just opened, with its memories."""
+    for conflict, pks in zip(conflicts, members, strict=True):
+        emit(
+            webhooks.Event.CONFLICT_OPENED,
+            webhooks.conflict_payload(conflict, pks),
+            subject_id=conflict.subject_id,
+            listening=listening,
+        )
 
 
 def possible_conflicts_note(conflicts: list[Conflict]) -> str:

@@ -9,7 +9,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from ledger import webhooks
 from ledger.actions.runs import RunOfAnotherAgent, start_run
+from ledger.actions.webhooks import emit
 from ledger.models import Agent, LedgerEntry, Run, Snapshot, Subject
 from ledger.policy import Refusal
 from ledger.snapshots.checks import check_document
@@ -79,6 +81,13 @@ def store_snapshot(*, run_ref: str, agent: Agent, data: SnapshotInput) -> Snapsh
             created_at=timezone.now(),
         )
         snapshot.save()
+        if problems:
+            emit(
+                webhooks.Event.SNAPSHOT_REJECTED,
+                webhooks.snapshot_payload(snapshot),
+                subject_id=run.subject_id,
+                run_id=run.pk,
+            )
     return snapshot
 
 

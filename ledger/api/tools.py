@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -21,6 +21,7 @@ from ledger.api.journal import (
     JournalKeyField,
     OutcomeSerializer,
 )
+from ledger.api.ledger import LIST_PARAMETERS
 from ledger.api.notes import NOTE_KEY_PATTERN, NoteKeySerializer, NoteValueSerializer
 from ledger.api.recall import RecallParamsSerializer
 from ledger.api.serializers import MemoryWriteSerializer, SlotKeyField
@@ -156,6 +157,20 @@ class Tool:
         }
 
 
+def query_schema(parameters: list[OpenApiParameter]) -> dict[str, Any]:
+    """The JSON Schema of a view's documented query parameters, so the tool and the
+    OpenAPI schema say the same thing about them."""
+    properties: dict[str, Any] = {}
+    for p in parameters:
+        schema: dict[str, Any] = {"type": "boolean" if p.type is bool else "string"}
+        if p.enum:
+            schema["enum"] = list(p.enum)
+        if p.description:
+            schema["description"] = p.description
+        properties[p.name] = schema
+    return {"type": "object", "properties": properties, "required": []}
+
+
 def _run_arg() -> dict[str, Any]:
     return {**field_schema(RefField()), "description": RUN}
 
@@ -228,6 +243,18 @@ def tools(recall_cap: int) -> list[Tool]:
                 }
             },
             schema=object_schema(OutcomeSerializer()),
+        ),
+        Tool(
+            name="read_ledger",
+            description="Read a subject's ledger: the facts and commitments that outlive "
+            "compaction. Send active: true for only what is in force now, kind: commitment for "
+            "the constraints you must honour. A proposal is not agreed: never act on it as if "
+            "it were. Established facts that disagree come back under conflicts.",
+            method="GET",
+            path="/api/v1/subjects/{subject}/ledger",
+            path_args={"subject": subject},
+            schema=query_schema(LIST_PARAMETERS),
+            where="query",
         ),
     ]
 

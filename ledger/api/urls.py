@@ -1,6 +1,7 @@
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
+from ledger.api.imports import ImportsView
 from ledger.api.journal import JournalViewSet, RunJournalView
 from ledger.api.ledger import LedgerEntryViewSet, SubjectLedgerView
 from ledger.api.memories import MemoryViewSet, SubjectViewSet
@@ -26,6 +27,7 @@ urlpatterns = [
     path("runs/<str:ref>/notes", RunNotesView.as_view(), name="api-run-notes"),
     path("runs/<str:ref>/notes/<str:key>", RunNoteView.as_view(), name="api-run-note"),
     path("tools", ToolsView.as_view(), name="api-tools"),
+    path("imports", ImportsView.as_view(), name="api-imports"),
     path("retractions", RetractionsView.as_view(), name="api-retractions"),
     path("retractions/<uuid:pk>", RetractionView.as_view(), name="api-retraction"),
     path("retractions/<uuid:pk>/undo", RetractionUndoView.as_view(), name="api-retraction-undo"),

@@ -1,0 +1,199 @@
+"""Admins' pages for webhooks: the endpoints, registering one (its secret shown once), and
+one endpoint's deliveries with every attempt, a page at a time.
+
+A secret is shown in the answer to the form that made or rotated it, sent with
+``Cache-Control: no-store``, and never again. Every other form answers with a redirect to
+the endpoint's page; a refusal re-renders the page with the error and changes nothing.
+Every change goes through ``ledger.actions.webhooks``, which records who did it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse, HttpResponseRedirect
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from ledger import webhooks
+from ledger.actions.webhooks import (
+    NewSecret,
+    delete_endpoint,
+    register_endpoint,
+    retry_delivery,
+    rotate_endpoint_secret,
+    send_test_event,
+    set_endpoint_active,
+)
+from ledger.actors import Actor
+from ledger.models import WebhookDelivery, WebhookEndpoint
+from ledger.views.http import SignedInRequest, admin_only
+from ledger.views.paging import BadCursor, keyset_page
+
+TEMPLATE = "ledger/webhooks.html"
+PAGE_SIZE = 25
+
+
+def _events(chosen: list[str]) -> list[tuple[str, str, bool]]:
+    return [(value, label, value in chosen) for value, label in webhooks.Event.choices]
+
+
+@admin_only
+@require_http_methods(["GET", "POST"])
+def webhook_list(request: SignedInRequest) -> HttpResponse:
+    """GET: every endpoint with what waits and what failed, and the form. POST: register."""
+    if request.method == "POST":
+        return _register(request)
+    return _list(request, {}, url="", description="", chosen=[], status=200)
+
+
+def _list(
+    request: SignedInRequest,
+    errors: dict[str, str],
+    *,
+    url: str,
+    description: str,
+    chosen: list[str],
+    status: int,
+) -> HttpResponse:
+    context = {
+        "endpoints": WebhookEndpoint.objects.with_counts().order_by("-created_at", "-id"),
+        "errors": errors,
+        "url": url,
+        "description": description,
+        "events": _events(chosen),
+    }
+    return render(request, TEMPLATE, context, status=status)
+
+
+def _register(request: SignedInRequest) -> HttpResponse:
+    url = request.POST.get("url", "")
+    description = request.POST.get("description", "")
+    chosen = request.POST.getlist("events")
+    try:
+        made = register_endpoint(
+            url=url, events=chosen, description=description, actor=Actor.for_user(request.user)
+        )
+    except webhooks.BadEndpoint as error:
+        return _list(
+            request,
+            {error.field: error.message},
+            url=url,
+            description=description,
+            chosen=chosen,
+            status=400,
+        )
+    return _endpoint_page(request, made.endpoint, shown=made)
+
+
+@admin_only
+@require_GET
+def webhook_page(request: SignedInRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+    return _endpoint_page(request, endpoint)
+
+
+def _endpoint_page(
+    request: SignedInRequest,
+    endpoint: WebhookEndpoint,
+    *,
+    shown: NewSecret | None = None,
+    errors: dict[str, str] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    try:
+        page = keyset_page(
+            WebhookDelivery.objects.filter(endpoint=endpoint),
+            field="created_at",
+            cursor=request.GET.get("after", ""),
+            size=PAGE_SIZE,
+            newest_first=True,
+        )
+    except BadCursor as error:
+        return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
+    context: dict[str, Any] = {
+        "endpoint": endpoint,
+        "page": page,
+        "secret": shown.secret if shown else "",
+        "errors": errors or {},
+        "first_page": not request.GET.get("after"),
+        "event_words": dict(webhooks.Event.choices),
+    }
+    if request.htmx and not shown:
+        return render(request, f"{TEMPLATE}#deliveries", context, status=status)
+    response = render(request, TEMPLATE, context, status=status)
+    if shown:
+        add_never_cache_headers(response)
+        response["Cache-Control"] = "no-store"
+    return response
+
+
+def _back(endpoint: WebhookEndpoint) -> HttpResponseRedirect:
+    return HttpResponseRedirect(reverse("webhook", args=[endpoint.pk]))
+
+
+@admin_only
+@require_POST
+def webhook_active(request: SignedInRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+    active = request.POST.get("active") == "1"
+    try:
+        set_endpoint_active(
+            endpoint=endpoint,
+            active=active,
+            actor=Actor.for_user(request.user),
+            reason=request.POST.get("reason", ""),
+        )
+    except webhooks.BadEndpoint as error:
+        return _endpoint_page(request, endpoint, errors={error.field: error.message}, status=409)
+    messages.success(request, "Activated." if active else "Deactivated: nothing is sent to it.")
+    return _back(endpoint)
+
+
+@admin_only
+@require_POST
+def webhook_rotate(request: SignedInRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+    made = rotate_endpoint_secret(
+        endpoint=endpoint, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
+    )
+    return _endpoint_page(request, made.endpoint, shown=made)
+
+
+@admin_only
+@require_POST
+def webhook_test(request: SignedInRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+    delivery = send_test_event(endpoint=endpoint, actor=Actor.for_user(request.user))
+    messages.success(request, f"Test event {delivery.event_id} queued.")
+    return _back(endpoint)
+
+
+@admin_only
+@require_POST
+def webhook_delete(request: SignedInRequest, pk: int) -> HttpResponse:
+    endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+    if request.POST.get("confirm") != "1":
+        errors = {"delete": "Tick the box to confirm: its deliveries are deleted with it."}
+        return _endpoint_page(request, endpoint, errors=errors, status=400)
+    delete_endpoint(
+        endpoint=endpoint, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
+    )
+    messages.success(request, "Endpoint deleted.")
+    return HttpResponseRedirect(reverse("webhooks"))
+
+
+@admin_only
+@require_POST
+def webhook_retry(request: SignedInRequest, pk: int, delivery: int) -> HttpResponse:
+    endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
+    row = get_object_or_404(WebhookDelivery, pk=delivery, endpoint=endpoint)
+    try:
+        retry_delivery(delivery=row, actor=Actor.for_user(request.user))
+    except webhooks.BadEndpoint as error:
+        return _endpoint_page(request, endpoint, errors={error.field: error.message}, status=409)
+    messages.success(request, f"Retry of {row.event_id} queued.")
+    return _back(endpoint)
