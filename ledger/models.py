@@ -1105,6 +1105,10 @@ class WebhookDelivery(models.Model):
             ),
             # The admin page: one endpoint's deliveries, newest first, a page at a time.
             models.Index(fields=["endpoint", "-created_at", "-id"], name="webhook_endpoint_recent"),
+            # Beat's pass forgets settled deliveries past the retention, oldest first.
+            models.Index(
+                fields=["created_at"], name="webhook_settled", condition=~Q(status="pending")
+            ),
             models.Index(fields=["event_id"], name="webhook_event"),
             models.Index(fields=["subject"], name="webhook_subject"),
             models.Index(fields=["run"], name="webhook_run"),

@@ -625,6 +625,10 @@ class WebhookDeliveryQuerySet(models.QuerySet["WebhookDelivery"]):
         """Waiting, and due to be tried by ``now``."""
         return self.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
 
+    def settled_before(self, cutoff: datetime) -> WebhookDeliveryQuerySet:
+        """Delivered or failed, and filed before ``cutoff``: nothing left to send."""
+        return self.exclude(status=DeliveryStatus.PENDING).filter(created_at__lt=cutoff)
+
     def about_subject(self, subject_id: int) -> WebhookDeliveryQuerySet:
         """Every event about the subject: filed under it, or under one of its runs."""
         return self.filter(Q(subject_id=subject_id) | Q(run__subject_id=subject_id))

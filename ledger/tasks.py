@@ -77,5 +77,9 @@ def keep_recall_log() -> dict[str, Any]:
 @shared_task(name=webhooks.DELIVER_TASK, **RETRY)  # type: ignore[untyped-decorator]
 def deliver_webhooks(event_id: str | None = None) -> dict[str, Any]:
     """Send one event's deliveries (queued when its change committed), or whatever is due
-    (the beat's pass, with no event): each at most once, however often this runs."""
-    return webhooks.deliver(event_id=event_id).as_dict()
+    (the beat's pass, with no event): each at most once, however often this runs. The
+    beat's pass also forgets settled deliveries past the retention."""
+    sent = webhooks.deliver(event_id=event_id).as_dict()
+    if event_id is None:
+        sent["forgotten"] = webhooks.forget_settled()
+    return sent

@@ -438,6 +438,11 @@ MEMORYADMIN_WEBHOOK_RETRY_SECONDS: list[int] = [
 if any(wait < 0 for wait in MEMORYADMIN_WEBHOOK_RETRY_SECONDS):
     raise ImproperlyConfigured("MEMORYADMIN_WEBHOOK_RETRY_SECONDS are waits: 0 or more each.")
 MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS: int = env_int("MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS", 10)
+# Delivered and failed deliveries are kept this many days for the webhooks page, then
+# forgotten by beat's pass; waiting ones are kept however old.
+MEMORYADMIN_WEBHOOK_RETENTION_DAYS: int = env_int("MEMORYADMIN_WEBHOOK_RETENTION_DAYS", 30)
+if MEMORYADMIN_WEBHOOK_RETENTION_DAYS < 1:
+    raise ImproperlyConfigured("MEMORYADMIN_WEBHOOK_RETENTION_DAYS must be 1 or more.")
 
 # Each agent's API requests per period, reads and writes counted apart. On whatever DEBUG
 # is; a deployment may raise them, never switch them off.

@@ -41,7 +41,7 @@ from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.lifecycle import correct_memory, restore_memory, retract_memory
 from ledger.actions.retractions import Selection, retract_batch, undo_batch
 from ledger.actions.sources import SourceInput
-from ledger.actions.webhooks import deliver, register_endpoint, send_test_event
+from ledger.actions.webhooks import deliver, forget_settled, register_endpoint, send_test_event
 from ledger.actors import Actor
 from ledger.client.signatures import sign, verify_signature
 from ledger.models import Agent, Memory, Run, Subject, WebhookDelivery, WebhookEndpoint
@@ -331,6 +331,29 @@ def test_a_person_s_undo_of_a_deletion_tells_a_mirror_the_memory_is_back(
     assert back.payload["outcome"] == "restored"
     assert back.payload["memory"]["id"] == str(memory.pk)
     assert back.payload["memory"]["status"] == "active"
+
+
+@pytest.mark.django_db
+def test_settled_deliveries_are_forgotten_after_the_retention_and_waiting_ones_kept(
+    settings: Any,
+) -> None:
+    settings.MEMORYADMIN_WEBHOOK_RETENTION_DAYS = 30
+    hook = endpoint().endpoint
+    now = timezone.now()
+    made = {
+        (status, age): send_test_event(endpoint=hook, actor=ADMIN).pk
+        for status in ("delivered", "failed", "pending")
+        for age in (31, 29)
+    }
+    for (status, age), pk in made.items():
+        WebhookDelivery.objects.filter(pk=pk).update(
+            status=status, created_at=now - timedelta(days=age)
+        )
+
+    assert forget_settled(now=now) == 2
+
+    kept = set(WebhookDelivery.objects.values_list("pk", flat=True))
+    assert kept == {pk for (status, age), pk in made.items() if status == "pending" or age < 30}
 
 
 # --- the payload reads the same on PostgreSQL and SQLite -----------------------------------

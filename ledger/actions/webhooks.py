@@ -24,6 +24,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -502,6 +503,17 @@ def deliver(*, event_id: str | None = None, limit: int = 100) -> Sent:
     if sent.retry_in is not None:
         _queue(uuid.UUID(event_id) if event_id else None, countdown=sent.retry_in)
     return sent
+
+
+def forget_settled(*, now: datetime | None = None, batch: int = 1000) -> int:
+    """Delete up to ``batch`` delivered or failed deliveries older than the retention,
+    oldest first, in one statement; how many. Waiting ones stay, however old."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.MEMORYADMIN_WEBHOOK_RETENTION_DAYS)
+    oldest = WebhookDelivery.objects.settled_before(cutoff).order_by("created_at")[:batch]
+    deleted, _ = WebhookDelivery.objects.filter(
+        pk__in=list(oldest.values_list("pk", flat=True))
+    ).delete()
+    return deleted
 
 
 def attempt(delivery_id: int) -> WebhookDelivery | None:
