@@ -73,7 +73,7 @@ LOCKOUT = "lockout"
 LOCKOUT_LIFT = "lockout_lift"
 # Columns that change with every save or say nothing a person decided: counters, derived
 # copies, secrets' hashes, usage stamps. Shown, they would bury the real changes.
-BOOKKEEPING = {"version", "normalized", "hash", "updated_at", "status_changed_at"}
+BOOKKEEPING = {"version", "normalized", "hash", "updated_at", "status_changed_at", "changed_at"}
 # The rows ``create_person`` writes beside a person's own ("person") row, in the same
 # transaction: what they were given when they were made, so part of their creation.
 CREATED_WITH = (

@@ -18,6 +18,10 @@ confirms it.
 Every entry carries the line of the file where it starts: for JSON, the line where its
 statement string begins (found by walking the parsed text, ``_node``), so that a source
 ref ``dana-export.json:14`` points a person at the right place.
+
+A byte order mark at the start (as Windows editors save UTF-8) is not part of the file:
+``without_bom`` drops it before anything reads the text, so a JSON file is still JSON and
+its lines keep their numbers.
 """
 
 from __future__ import annotations
@@ -37,6 +41,10 @@ MAX_CHARS = 1_000_000
 MAX_ENTRIES = 1000
 # A file of statements nests three deep and an export six; anything far deeper is not one.
 MAX_DEPTH = 20
+# No field of a memory is a number anywhere near this long. Python itself refuses to read an
+# integer of over 4,300 digits (``sys.get_int_max_str_digits``), with a plain ValueError.
+MAX_DIGITS = 100
+BOM = "\ufeff"
 DEFAULT_KIND = "preference"
 INFERRED = "inferred"
 
@@ -90,6 +98,7 @@ def parse(
 
     ``subject``: the subject of a plain text file; for an export, the subject to import it
     into instead of the one it names."""
+    content = without_bom(content)
     if format not in FORMATS:
         raise UnreadableFile([Problem(None, f"Unknown format '{format[:50]}'.", "format")])
     if len(content) > MAX_CHARS:
@@ -102,7 +111,14 @@ def parse(
     if format == "lines":
         if subject is None:
             raise UnreadableFile(
-                [Problem(None, "A plain text file names no subject: send one.", "subject")]
+                [
+                    Problem(
+                        None,
+                        "A plain text file names no subject: say which one (`subject`, or "
+                        "`--subject` on the command line).",
+                        "subject",
+                    )
+                ]
             )
         entries = _plain(content, subject=subject, kind=kind)
     else:
@@ -136,12 +152,16 @@ def parse(
     return Parsed(format=format, entries=entries)
 
 
+def without_bom(content: str) -> str:
+    return content.removeprefix(BOM)
+
+
 def _detect(content: str) -> str:
     """JSON is an object: an export says its format; any other object is statements."""
     if not content.lstrip().startswith("{"):
         return "lines"
     try:
-        document = json.loads(content)
+        document = _DECODER.decode(content)
     except (ValueError, RecursionError):
         return "statements"  # and reading it as JSON will say what is wrong, and where
     named = document.get("format") if isinstance(document, dict) else None
@@ -182,20 +202,30 @@ class _Node:
     members: tuple[tuple[str, _Node], ...] = field(default=())
 
 
+class _TooLong:
+    """An integer of over ``MAX_DIGITS`` digits, left unread: ``_node`` names its line."""
+
+
+def _integer(digits: str) -> int | _TooLong:
+    if len(digits.lstrip("-")) > MAX_DIGITS:
+        return _TooLong()
+    return int(digits)
+
+
 _SPACE = re.compile(r"[ \t\n\r]*")
-_DECODER = json.JSONDecoder()
+_DECODER = json.JSONDecoder(parse_int=_integer)
 
 
 def _json(content: str, lines: _Lines) -> _Node:
     try:
-        json.loads(content)
+        _DECODER.decode(content)
     except json.JSONDecodeError as error:
         raise UnreadableFile(
             [Problem(error.lineno, f"Not valid JSON: {error.msg} (column {error.colno}).")]
         ) from None
     except RecursionError:
         raise UnreadableFile([Problem(None, "Not valid JSON: nested too deeply.")]) from None
-    node, _end = _node(content, 0, depth=0)
+    node, _end = _node(content, 0, depth=0, lines=lines)
     return node
 
 
@@ -205,7 +235,7 @@ def _skip(text: str, at: int) -> int:
     return match.end()
 
 
-def _node(text: str, at: int, *, depth: int) -> tuple[_Node, int]:
+def _node(text: str, at: int, *, depth: int, lines: _Lines) -> tuple[_Node, int]:
     """The value that starts at ``at`` (after white space) in text already known to be
     valid JSON, and the offset after it."""
     if depth > MAX_DEPTH:
@@ -214,6 +244,10 @@ def _node(text: str, at: int, *, depth: int) -> tuple[_Node, int]:
     opening = text[at]
     if opening not in "{[":
         value, end = _DECODER.raw_decode(text, at)
+        if isinstance(value, _TooLong):
+            raise UnreadableFile(
+                [Problem(lines.of(at), f"A number of over {MAX_DIGITS} digits: no memory has one.")]
+            )
         return _Node(value, at), end
     closing = "}" if opening == "{" else "]"
     parts: list[tuple[str, _Node]] = []
@@ -223,7 +257,7 @@ def _node(text: str, at: int, *, depth: int) -> tuple[_Node, int]:
         if opening == "{":
             key, position = _DECODER.raw_decode(text, position)
             position = _skip(text, position) + 1  # past the colon
-        part, position = _node(text, position, depth=depth + 1)
+        part, position = _node(text, position, depth=depth + 1, lines=lines)
         parts.append((key, part))
         position = _skip(text, position)
         if text[position] == ",":
@@ -320,5 +354,7 @@ def _why_skipped(memory: dict[str, Any], now: datetime) -> str:
     try:
         past = isinstance(expires, str) and datetime.fromisoformat(expires) <= now
     except (TypeError, ValueError):
-        past = False  # an unreadable expiry is the write's to refuse, with its line
+        # Unreadable, or without a time zone (naive, so not comparable with ``now``): the
+        # write refuses it, naming the line, as it refuses an expiry without an offset.
+        past = False
     return "Past its expiry." if past else ""

@@ -33,6 +33,7 @@ from ledger.querysets import (
     SubjectQuerySet,
     WebhookDeliveryQuerySet,
     WebhookEndpointQuerySet,
+    WriteDecisionQuerySet,
 )
 
 
@@ -530,10 +531,15 @@ class WriteDecision(models.Model):
         Memory, null=True, on_delete=models.SET_NULL, related_name="write_decisions"
     )
     source = models.ForeignKey(Source, null=True, on_delete=models.SET_NULL, related_name="+")
+    # The run the write named, when it existed: a refused write stores no source, and the
+    # run page lists what the gate refused during the run by this.
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     outcome = models.CharField(max_length=10, choices=Outcome.choices)
     code = models.CharField(max_length=40, blank=True, default="")
     reason = models.TextField()
     decided_at = models.DateTimeField()
+
+    objects = WriteDecisionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-decided_at", "-id"]

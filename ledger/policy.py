@@ -1144,7 +1144,7 @@ def hold_for_repeat(*, writer: Agent | None, statement: str) -> Hold | None:
 def refuse_untrusted_statement(agent: Agent | None, *, source_kind: str, what: str) -> None:
     """Not trusted for stated memories: ``what`` (an established fact, an agreement) resting
     on the person's message would be the agent's claim passed off as the person's word."""
-    if agent is None or not agent.stated_untrusted or source_kind != SourceKind.USER_MESSAGE:
+    if agent is None or not agent.stated_untrusted or source_kind not in PERSONS_WORD:
         return
     because = agent.stated_untrusted_because
     raise RestrictedRefusal(

@@ -26,6 +26,7 @@ from ledger.choices import (
     LedgerStatus,
     MemoryKind,
     MemoryStatus,
+    Outcome,
 )
 from ledger.policy import ACTIONABLE_MEMORY, LIVE_MEMORY, RETRACTABLE_MEMORY
 from ledger.webhooks import DeliveryStatus, quoted_event
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
         Subject,
         WebhookDelivery,
         WebhookEndpoint,
+        WriteDecision,
     )
 
 
@@ -558,6 +560,13 @@ class JournalEntryQuerySet(models.QuerySet["JournalEntry"]):
     def of_agent(self, agent: Agent) -> JournalEntryQuerySet:
         return self.filter(agent=agent)
 
+    def steps(self) -> models.QuerySet[Any]:
+        """Every recorded version of these entries (intended, outcome unknown, done…), each
+        entry's oldest first, in one query however many entries and steps there are."""
+        history = self.model.history
+        rows: models.QuerySet[Any] = history.filter(id__in=self.values("pk"))
+        return rows.order_by("id", "history_date", "history_id")
+
 
 class ReminderQuerySet(models.QuerySet["Reminder"]):
     def open(self) -> ReminderQuerySet:
@@ -632,3 +641,9 @@ class WebhookDeliveryQuerySet(models.QuerySet["WebhookDelivery"]):
     def about_subject(self, subject_id: int) -> WebhookDeliveryQuerySet:
         """Every event about the subject: filed under it, or under one of its runs."""
         return self.filter(Q(subject_id=subject_id) | Q(run__subject_id=subject_id))
+
+
+class WriteDecisionQuerySet(models.QuerySet["WriteDecision"]):
+    def refused_during(self, run: Run) -> WriteDecisionQuerySet:
+        """The writes the gate refused that named this run (their source's run)."""
+        return self.filter(outcome=Outcome.REFUSED, run=run)

@@ -1,5 +1,7 @@
 """Webhooks, the pure part: the events, what each one's payload holds, the body that is
-signed, when a failed delivery is tried again, and which addresses may receive.
+signed, when a failed delivery is tried again, and which addresses may receive (the
+address's form here, and which IP addresses are public; resolving the host name is I/O,
+done by ``ledger.actions.webhooks``).
 
 A leaf beside ``ledger.choices``: the models import it, and it imports no model, so what
 a payload holds is decided here and written by ``ledger.actions.webhooks``.
@@ -7,8 +9,9 @@ a payload holds is decided here and written by ``ledger.actions.webhooks``.
 
 from __future__ import annotations
 
+import ipaddress
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,6 +29,14 @@ class Event(models.TextChoices):
     MEMORY_CORRECTED = "memory.corrected", "a memory is corrected"
     MEMORY_RETRACTED = "memory.retracted", "a memory is deleted (retracted), alone or in a batch"
     MEMORY_EXPIRED = "memory.expired", "a memory expires"
+    # Every other move a memory makes (``policy.MEMORY_MOVES``), named in the payload's
+    # ``change`` by the move (``confirm``, ``renew``, ``withhold``, ``allow``, ``revert``), so a
+    # receiver that mirrors memories misses no change of status, expiry or use.
+    MEMORY_CHANGED = (
+        "memory.changed",
+        "a memory is confirmed (by a person, or by agents corroborating a guess), renewed, "
+        "withheld from the assistant or let be used again, or a correction is reverted",
+    )
     SUBJECT_ERASED = "subject.erased", "a subject is erased"
     CONFLICT_OPENED = "conflict.opened", "a conflict is opened"
     SNAPSHOT_REJECTED = "snapshot.rejected", "a compaction snapshot is rejected"
@@ -85,6 +96,45 @@ def checked_url(url: str) -> str:
     if any(ch.isspace() or ord(ch) < 32 for ch in url):
         raise BadEndpoint("url", "The address holds a space or a control character.")
     return url
+
+
+def refused_address(address: str) -> str | None:
+    """What kind of non-public address ``address`` (an IP address as text) is, such as
+    "loopback" or "private"; None when a webhook may go to it. The worker POSTs from inside
+    the network and the endpoint's page shows the connect error, so an internal address
+    would let an admin's page probe internal hosts (or a cloud's metadata service)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])  # an IPv6 zone ("%eth0") aside
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
+        ip = ip.ipv4_mapped
+    # ``is_global`` alone lets most multicast through (224.0.0.1 is "global").
+    if ip.is_global and not ip.is_multicast:
+        return None
+    kinds = (
+        ("loopback", ip.is_loopback),
+        ("link-local", ip.is_link_local),
+        ("multicast", ip.is_multicast),
+        ("unspecified", ip.is_unspecified),
+        ("private", ip.is_private),
+        ("reserved", ip.is_reserved),
+    )
+    return next((kind for kind, true in kinds if true), "non-public")
+
+
+def checked_addresses(host: str, addresses: Iterable[str]) -> None:
+    """Refuse ``host`` when any address it resolves to is not public (an attacker's name can
+    resolve to a public address and a private one at once)."""
+    for address in addresses:
+        kind = refused_address(address)
+        if kind is None:
+            continue
+        named = address if address == host else f"{host} ({address})"
+        article = "an" if kind[0] in "aeiou" else "a"
+        raise BadEndpoint(
+            "url",
+            f"{named} is {article} {kind} address: webhooks go only to public addresses, since they"
+            " are sent from inside the network. MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE=1 allows"
+            " them, for development.",
+        )
 
 
 def checked_events(events: Sequence[str]) -> list[str]:

@@ -438,6 +438,10 @@ MEMORYADMIN_WEBHOOK_RETRY_SECONDS: list[int] = [
 if any(wait < 0 for wait in MEMORYADMIN_WEBHOOK_RETRY_SECONDS):
     raise ImproperlyConfigured("MEMORYADMIN_WEBHOOK_RETRY_SECONDS are waits: 0 or more each.")
 MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS: int = env_int("MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS", 10)
+# Webhooks go only to public addresses: the worker sends from inside the network, so a
+# loopback, private or link-local one would let the webhooks page probe internal hosts.
+# On for a receiver on one's own machine (development, the tests); never in production.
+MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE: bool = env_bool("MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE")
 # Delivered and failed deliveries are kept this many days for the webhooks page, then
 # forgotten by beat's pass; waiting ones are kept however old.
 MEMORYADMIN_WEBHOOK_RETENTION_DAYS: int = env_int("MEMORYADMIN_WEBHOOK_RETENTION_DAYS", 30)

@@ -330,13 +330,20 @@ def test_distrusted_agents_tool_result_statement_is_active(
     assert "restriction" not in response.json()["decision"]
 
 
+@pytest.mark.parametrize(
+    "said",
+    [
+        {"kind": "user_message", "ref": "msg_5"},
+        # Another system's record of what the person stated is no better a source.
+        {"kind": "import", "ref": "crm-export.json:12"},
+    ],
+)
 def test_distrusted_agent_cannot_establish_a_fact_on_the_persons_word(
-    bot: tuple[APIClient, Agent],
+    bot: tuple[APIClient, Agent], said: dict[str, str]
 ) -> None:
     client, agent = bot
     write(client, source=from_tool())
     restrict(agent, Restriction.STATED_UNTRUSTED, DISTRUST_WHY)
-    said = {"kind": "user_message", "ref": "msg_5"}
     refused = client.post(LEDGER, ledger_entry(source=said), format="json")
     assert refused.status_code == 423
     assert "interpretation" in refused.json()["detail"]

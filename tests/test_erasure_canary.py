@@ -126,7 +126,7 @@ def everywhere(dana: Client, support: Client, api: APIClient) -> Subject:
     # A webhook endpoint subscribed to everything: every event about Dana is filed for it
     # (never sent: the test's transaction never commits), and must be scrubbed too.
     register_endpoint(
-        url="http://127.0.0.1:9/hooks",
+        url="https://hooks.example.com/hooks",
         events=Event.values,
         description="every event",
         actor=Actor.system("test"),

@@ -6,23 +6,28 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import redis
+import time_machine
 from django.apps import apps
 from django.conf import settings
 from django.core.management import CommandError, call_command
+from django.db import connection
 from rest_framework.test import APIClient
 
 from ledger.actions.agents import create_agent, restrict_agent
 from ledger.actors import Actor
+from ledger.api.throttling import RateLimited, charge
 from ledger.models import Memory, RateCounter, Source, Subject, WriteDecision
 from ledger.policy import Restriction
 from memoryadmin.celery import app
-from tests.conftest import SUBJECT, agent_client
+from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
 
 pytestmark = pytest.mark.django_db
 
@@ -306,6 +311,83 @@ def test_an_import_counts_each_memory_against_the_agent_s_write_limit(
     assert not Memory.objects.exists()
 
 
+def _lines_of(count: int) -> str:
+    return "".join(f"Asked about invoice number {n}.\n" for n in range(count))
+
+
+# Mid-day and ahead of the real clock: every request falls in one day's window, and Redis,
+# which expires keys by its own clock, keeps them.
+LATER = datetime(2036, 6, 2, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(params=["database", "redis"])
+def rate_backend(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
+    """Both places the limits are counted, at ``LATER``."""
+    store = redis.Redis.from_url(TEST_REDIS_URL)
+
+    def clear() -> None:
+        for stale in store.scan_iter("memoryadmin:rate:agent:*"):
+            store.delete(stale)
+
+    if request.param == "redis":
+        settings.REDIS_URL = TEST_REDIS_URL
+        clear()
+    with time_machine.travel(LATER, tick=False):
+        yield str(request.param)
+    if request.param == "redis":
+        clear()
+
+
+def test_a_refused_import_uses_up_none_of_the_agent_s_write_limit(
+    rate_backend: str, settings: Any
+) -> None:
+    settings.MEMORYADMIN_RATE_WRITES = "5/day"
+    client, _ = agent_client("importer", ["write"])
+
+    refused = send(client, "notes.txt", _lines_of(10), subject=SUBJECT)
+    single = client.post(
+        "/api/v1/memories", body(key=..., kind="episode", statement="Called once."), format="json"
+    )
+    exact = send(client, "notes.txt", _lines_of(3), subject=SUBJECT)
+    over = client.post(
+        "/api/v1/memories", body(key=..., kind="episode", statement="Called twice."), format="json"
+    )
+
+    assert refused.status_code == 429, refused.content
+    assert "MEMORYADMIN_RATE_WRITES" in refused.json()["detail"]
+    # The refused import counted as the one request it was, and no more.
+    assert single.status_code == 201, single.content
+    assert exact.status_code == 201, exact.content  # 1 + 1 + 3 = 5: up to the limit
+    assert over.status_code == 429
+    assert Memory.objects.count() == 4
+
+
+def test_charging_writes_is_one_atomic_step_that_never_goes_over(
+    rate_backend: str, transactional_db: None, settings: Any
+) -> None:
+    settings.MEMORYADMIN_RATE_WRITES = "100/day"
+    agent, _ = create_agent(name="racer", scopes=["write"], actor=Actor.system("test"))
+
+    def charge_seven(_: int) -> bool:
+        try:
+            charge(agent, "writes", 7)
+        except RateLimited:
+            return False
+        finally:
+            connection.close()
+        return True
+
+    with ThreadPoolExecutor(max_workers=10) as pool:
+        charged = list(pool.map(charge_seven, range(30)))
+
+    assert charged.count(True) == 14  # 14 × 7 = 98; a 15th would make 105
+    with pytest.raises(RateLimited):
+        charge(agent, "writes", 3)
+    charge(agent, "writes", 2)  # exactly 100
+    with pytest.raises(RateLimited):
+        charge(agent, "writes", 1)
+
+
 @pytest.mark.parametrize(
     ("fields", "lines", "words"),
     [
@@ -319,6 +401,8 @@ def test_an_import_counts_each_memory_against_the_agent_s_write_limit(
         ({"content": "\n".join(["Likes tea."] * 1001), "subject": "acct_1"}, [], "1,000"),
         ({"content": "# nothing here\n", "subject": "acct_1"}, [], "no memories"),
         ({"content": "Likes tea."}, [], "names no subject"),
+        # Python itself will not read an integer this long: a plain ValueError, once a 500.
+        ({"content": '{"acct_1": [\n  ' + "1" * 5000 + "]}"}, [2], "digits"),
     ],
 )
 def test_a_file_that_cannot_be_imported_is_refused_whole_naming_every_bad_line(
@@ -350,6 +434,39 @@ def test_a_request_the_schema_refuses_is_a_400_naming_the_field(
 
     assert answer.status_code == 400, answer.content
     assert field in answer.json()
+    assert not Memory.objects.exists()
+
+
+def test_a_file_starting_with_a_byte_order_mark_is_read_as_without_it(api: APIClient) -> None:
+    statements = send(api, "statements.json", "\ufeff" + STATEMENTS)
+    export = send(api, "dana-export.json", "\ufeff" + EXPORT, subject="acct_copy", dry_run=True)
+    notes = send(api, "notes.txt", "\ufeffLikes tea.\n", subject=SUBJECT, dry_run=True)
+
+    assert statements.status_code == 201, statements.content
+    assert statements.json()["format"] == "statements"
+    assert sorted(by_line(statements)) == [3, 4, 7, 8]
+    assert export.status_code == 200, export.content
+    assert export.json()["format"] == "export"
+    assert sorted(by_line(export)) == _statement_lines(EXPORT)
+    assert notes.status_code == 200, notes.content
+    assert notes.json()["lines"][0]["statement"] == "Likes tea."
+
+
+@pytest.mark.parametrize("naive", ["2027-05-10T22:47:02", "2026-01-10T22:47:02"])
+def test_an_export_expiry_without_a_time_zone_is_refused_naming_its_line(
+    api: APIClient, exported_clock: None, naive: str
+) -> None:
+    # Not read as UTC: a time without its zone could be hours off either way. Past or not,
+    # it cannot be compared with now, so the write's own check names it.
+    content = _export_with(expires_at=naive)
+
+    answer = send(api, "dana-export.json", content)
+
+    assert answer.status_code == 422, answer.content
+    (problem,) = answer.json()["problems"]
+    assert problem["line"] == _statement_lines(content)[0]
+    assert problem["field"] == "expires_at"
+    assert "Include a UTC offset" in problem["message"]
     assert not Memory.objects.exists()
 
 
@@ -417,6 +534,32 @@ def test_the_command_refuses_an_unreadable_file_or_an_unknown_agent(
     assert broken.value.returncode == nobody.value.returncode == 2
     assert "Line 2" in str(broken.value)
     assert not Subject.objects.exists()
+
+
+def test_the_command_refuses_a_number_too_long_to_read_naming_its_line(
+    importer: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "huge.json"
+    path.write_text('{"acct_1": [\n"Likes tea.",\n' + "1" * 5000 + "]}")
+
+    with pytest.raises(CommandError) as refused:
+        call_command("import_memories", str(path), agent=importer)
+
+    assert refused.value.returncode == 2
+    assert "Line 3" in str(refused.value)
+    assert "digits" in str(refused.value)
+    assert not Subject.objects.exists()
+
+
+def test_the_command_reads_a_file_saved_with_a_byte_order_mark(
+    importer: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "statements.json"
+    path.write_text(STATEMENTS, encoding="utf-8-sig")
+
+    call_command("import_memories", str(path), agent=importer, dry_run=True)
+
+    assert "statements.json read as statements." in capsys.readouterr().out
 
 
 @pytest.fixture

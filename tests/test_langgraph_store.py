@@ -8,11 +8,14 @@ import asyncio
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, TypedDict
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from langgraph.graph import END, START, StateGraph
@@ -34,6 +37,7 @@ from ledger.integrations.langgraph import (
 )
 from ledger.models import Memory, Recall, Subject
 from ledger.policy import KEY_PATTERN
+from tests.test_client import Proxy
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -334,6 +338,67 @@ def test_search_without_a_query_lists_live_memories(store: MemoryAdminStore) -> 
     assert not Recall.objects.exists()
 
 
+@pytest.fixture
+def counting_proxy(live_server: Any) -> Iterator[Proxy]:
+    """A loopback proxy to the live server that keeps every request it forwards."""
+    made = Proxy(upstream=live_server.url)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), made.handler())
+    made.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield made
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_listing_reads_one_page_per_status_however_many_memories(
+    counting_proxy: Proxy, key: str, remember: Callable[..., Memory]
+) -> None:
+    # More than the API's default page of 50, so reading them all takes a second page.
+    for n in range(60):
+        remember(f"Fact number {n} about the account.", subject=SUBJECT)
+    remember("Probably based in Lisbon.", subject=SUBJECT, basis="inferred")
+    with MemoryAdminStore(counting_proxy.url, key) as store:
+        listed = store.search(NS, limit=2)
+        assert [item.value["statement"] for item in listed] == [
+            "Probably based in Lisbon.",
+            "Fact number 59 about the account.",
+        ]
+
+        async def asynchronously() -> list[Any]:
+            async with store:
+                return await store.asearch(NS, limit=2, offset=1)
+
+        assert [item.value["statement"] for item in asyncio.run(asynchronously())] == [
+            "Fact number 59 about the account.",
+            "Fact number 58 about the account.",
+        ]
+
+    pages = [parse_qs(urlsplit(path).query) for _, path, _ in counting_proxy.seen]
+    # The API lists one status at a time: one first page of each, offset + limit long.
+    assert pages == [
+        {"subject": [SUBJECT], "status": ["active"], "page_size": ["2"]},
+        {"subject": [SUBJECT], "status": ["pending"], "page_size": ["2"]},
+        {"subject": [SUBJECT], "status": ["active"], "page_size": ["3"]},
+        {"subject": [SUBJECT], "status": ["pending"], "page_size": ["3"]},
+    ]
+
+
+def test_a_filtered_listing_reads_on_until_enough_match(
+    counting_proxy: Proxy, key: str, remember: Callable[..., Memory]
+) -> None:
+    for n in range(5):
+        remember(f"Fact number {n} about the account.", subject=SUBJECT)
+    with MemoryAdminStore(counting_proxy.url, key) as store:
+        wanted = {"statement": "Fact number 2 about the account."}
+        assert [i.value["statement"] for i in store.search(NS, filter=wanted, limit=1)] == [
+            wanted["statement"]
+        ]
+    # Pages of one: 4, 3, then 2 matches; the oldest (1 and 0) are never read.
+    active = [path for _, path, _ in counting_proxy.seen if "status=active" in path]
+    assert len(active) == 3
+
+
 def test_the_gates_refusals_are_raised(store: MemoryAdminStore) -> None:
     with pytest.raises(SystemOfRecord):
         store.put(NS, "billing.address", said("Lives at 1 Rua Augusta, Lisbon."))
@@ -406,7 +471,8 @@ def test_a_batch_runs_in_order(store: MemoryAdminStore) -> None:
 
     assert results[0] is None
     assert isinstance(results[1], Item) and results[1].value["statement"] == EMAIL
-    assert isinstance(results[2], list) and results[2][0].key == "contact.channel"
+    assert isinstance(results[2], list) and isinstance(results[2][0], Item)
+    assert results[2][0].key == "contact.channel"
 
 
 def test_the_async_methods(store: MemoryAdminStore) -> None:

@@ -255,3 +255,33 @@ def test_over_http_a_missing_or_bad_key_is_refused_with_the_apis_reason(http_url
         with pytest.raises(ExceptionGroup) as error:
             anyio.run(connect)
         assert error.group_contains(MCPError, match=re.escape(detail))
+
+
+@committed
+def test_over_http_a_session_is_refused_to_any_key_but_the_one_that_opened_it(
+    http_url: str, key: str
+) -> None:
+    other = create_agent(name="other-agent", scopes=["read", "write"], actor=Actor.system("t"))[1]
+    as_a = {**ACCEPT, "Authorization": f"Bearer {key}"}
+    as_b = {**ACCEPT, "Authorization": f"Bearer {other}"}
+    opened = httpx2.post(http_url, json=INITIALIZE, headers=as_a)
+    assert opened.status_code == 200, opened.text
+    session = {"Mcp-Session-Id": opened.headers["Mcp-Session-Id"]}
+    initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert httpx2.post(http_url, json=initialized, headers={**as_a, **session}).status_code == 202
+    list_tools = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+    # Another agent's valid key, given the session id, is told the session does not exist:
+    # it cannot send on it, read its event stream, or close it.
+    sent = httpx2.post(http_url, json=list_tools, headers={**as_b, **session})
+    assert sent.status_code == 404, sent.text
+    assert httpx2.get(http_url, headers={**as_b, **session}).status_code == 404
+    assert httpx2.delete(http_url, headers={**as_b, **session}).status_code == 404
+
+    # The key that opened it still works, and it alone can close it.
+    listed = httpx2.post(http_url, json=list_tools, headers={**as_a, **session})
+    assert listed.status_code == 200, listed.text
+    assert '"remember"' in listed.text
+    assert httpx2.delete(http_url, headers={**as_a, **session}).status_code == 200
+    gone = httpx2.post(http_url, json=list_tools, headers={**as_a, **session})
+    assert gone.status_code == 404

@@ -2,10 +2,11 @@
 signed to a real receiver on loopback, retried after a failure, and sent once per event id;
 the admin page for admins only.
 
-The receiver is a threaded ``http.server`` in the test. Delivery runs as the beat's pass
-and the task do (``ledger.actions.webhooks.deliver``), in this process; the same through a
-real Celery worker is ``test_webhooks_worker.py``. The race that matters, two deliverers
-at one row, is run here with two threads on two database connections.
+The receiver is a threaded ``http.server`` in the test, on loopback: every test here allows
+private addresses (``allow_private``) but those that check they are refused. Delivery runs
+as the beat's pass and the task do (``ledger.actions.webhooks.deliver``), in this process;
+the same through a real Celery worker is ``test_webhooks_worker.py``. The race that matters,
+two deliverers at one row, is run here with two threads on two database connections.
 """
 
 from __future__ import annotations
@@ -41,11 +42,18 @@ from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.lifecycle import correct_memory, restore_memory, retract_memory
 from ledger.actions.retractions import Selection, retract_batch, undo_batch
 from ledger.actions.sources import SourceInput
-from ledger.actions.webhooks import deliver, forget_settled, register_endpoint, send_test_event
+from ledger.actions.webhooks import (
+    deliver,
+    forget_settled,
+    register_endpoint,
+    send_test_event,
+    set_endpoint_active,
+)
 from ledger.actors import Actor
 from ledger.client.signatures import sign, verify_signature
+from ledger.dates import when
 from ledger.models import Agent, Memory, Run, Subject, WebhookDelivery, WebhookEndpoint
-from ledger.webhooks import Event
+from ledger.webhooks import Event, refused_address
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 from tests.test_snapshots_api import snapshot_body, without_last_open_item
 
@@ -61,6 +69,9 @@ class Receiver:
     answers: list[int] = field(default_factory=list)
     received: list[tuple[dict[str, str], bytes]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Answer 200 with a body announced but never finished (until the block ends).
+    stall: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
 
     def events(self) -> list[dict[str, Any]]:
         with self.lock:
@@ -85,6 +96,13 @@ def receiving() -> Iterator[Receiver]:
                 got.received.append((dict(self.headers.items()), raw))
                 status = got.answers.pop(0) if got.answers else 200
             self.send_response(status)
+            if got.stall:
+                self.send_header("Content-Length", "1000000")
+                self.end_headers()
+                self.wfile.write(b"x" * 10)
+                self.wfile.flush()
+                got.done.wait(10)
+                return
             self.send_header("Content-Length", "0")
             self.end_headers()
 
@@ -98,8 +116,15 @@ def receiving() -> Iterator[Receiver]:
     try:
         yield got
     finally:
+        got.done.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(autouse=True)
+def allow_private(settings: Any) -> None:
+    """The receivers are on loopback."""
+    settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE = True
 
 
 @pytest.fixture
@@ -428,6 +453,7 @@ def test_sqlite_writes_the_same_payload_as_postgresql(
         "CELERY_BROKER_DIR": str(tmp_path / "broker"),
         "DJANGO_SETTINGS_MODULE": "memoryadmin.settings",
         "DEBUG": "1",
+        "MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE": "1",
     }
     env.pop("CELERY_BROKER_URL", None)
     script = "import django; django.setup()\n" + SQLITE_WRITE.format(
@@ -469,6 +495,7 @@ def test_a_write_is_delivered_signed_and_retried_after_a_500(
     delivery = WebhookDelivery.objects.get()
     assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("pending", 1, 500)
     # Not before its time: the retry waits its second.
+    assert delivery.next_attempt_at is not None
     assert deliver().delivered == 0 or delivery.next_attempt_at <= timezone.now()
     wait_for(lambda: deliver().delivered, "the retry to be due and delivered")
     delivery.refresh_from_db()
@@ -551,20 +578,200 @@ def test_only_admins_see_the_webhooks_page(make_person: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_registering_shows_the_secret_once(admin: Client) -> None:
-    response = admin.post(
+def test_registering_redirects_to_the_secret_shown_once_and_a_reload_registers_nothing(
+    admin: Client,
+) -> None:
+    posted = admin.post(
         reverse("webhooks"),
         {"url": "https://hooks.example.com/in", "events": ["memory.written"], "description": "CRM"},
     )
-    assert response.status_code == 200
-    assert "no-store" in response["Cache-Control"]
     hook = WebhookEndpoint.objects.get()
-    assert hook.secret in response.content.decode()
+    # Post/Redirect/Get: the secret is not in the POST's answer, which a reload would resend.
+    assert posted.status_code == 302
+    assert posted["Location"] == reverse("webhook", args=[hook.pk])
+    assert hook.secret not in posted.content.decode()
+    shown = admin.get(posted["Location"])
+    assert shown.status_code == 200
+    assert "no-store" in shown["Cache-Control"]
+    assert hook.secret in shown.content.decode()
     assert hook.events == ["memory.written"]
     assert hook.history.get().history_actor == "user:ada"
-    again = admin.get(reverse("webhook", args=[hook.pk]))
+    # The reload (the page the browser is on) shows it no more, and makes no endpoint.
+    again = admin.get(posted["Location"])
     assert hook.secret not in again.content.decode()
+    assert WebhookEndpoint.objects.count() == 1
     assert "https://hooks.example.com/in" in admin.get(reverse("webhooks")).content.decode()
+
+
+@pytest.mark.django_db
+def test_rotating_redirects_to_the_new_secret_shown_once(admin: Client) -> None:
+    hook = endpoint(url="https://hooks.example.com/in").endpoint
+    before = hook.secret
+    posted = admin.post(reverse("webhook-rotate", args=[hook.pk]))
+    assert posted.status_code == 302
+    hook.refresh_from_db()
+    assert hook.secret != before and hook.secret not in posted.content.decode()
+    shown = admin.get(posted["Location"])
+    assert hook.secret in shown.content.decode() and "no-store" in shown["Cache-Control"]
+    assert hook.secret not in admin.get(posted["Location"]).content.decode()
+    # Another endpoint's page never takes it: the value is for the one that was rotated.
+    other = endpoint(url="https://other.example.com/in").endpoint
+    admin.post(reverse("webhook-rotate", args=[hook.pk]))
+    hook.refresh_from_db()
+    assert hook.secret not in admin.get(reverse("webhook", args=[other.pk])).content.decode()
+    assert hook.secret in admin.get(reverse("webhook", args=[hook.pk])).content.decode()
+    assert hook.history.filter(history_change_reason="Secret rotated.").count() == 2
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("url", "words"),
+    [
+        ("http://169.254.169.254/latest/meta-data/", "169.254.169.254 is a link-local address"),
+        ("http://localhost:5432/", "localhost (127.0.0.1) is a loopback address"),
+        ("http://10.0.0.1/", "10.0.0.1 is a private address"),
+        ("http://[::1]:8000/", "::1 is a loopback address"),
+        ("http://2130706433/", "(127.0.0.1) is a loopback address"),
+        ("http://0.0.0.0:80/", "0.0.0.0 is an unspecified address"),
+    ],
+)
+def test_an_internal_address_is_refused_at_registration(
+    admin: Client, settings: Any, url: str, words: str
+) -> None:
+    settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE = False
+    response = admin.post(reverse("webhooks"), {"url": url, "events": ["memory.written"]})
+    assert response.status_code == 400
+    assert words in response.content.decode()
+    assert "only to public addresses" in response.content.decode()
+    assert not WebhookEndpoint.objects.exists()
+
+
+def test_only_public_addresses_may_receive() -> None:
+    assert refused_address("93.184.215.14") is None
+    assert refused_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c") is None
+    assert refused_address("127.0.0.1") == "loopback"
+    assert refused_address("::ffff:127.0.0.1") == "loopback"
+    assert refused_address("fe80::1%eth0") == "link-local"
+    assert refused_address("192.168.1.20") == "private"
+    assert refused_address("fd00::1") == "private"
+    # Multicast counts as "global" to ipaddress, and is refused all the same.
+    assert refused_address("224.0.0.1") == "multicast"
+    assert refused_address("240.0.0.1") is not None
+    assert refused_address("100.64.0.1") is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_address_refused_when_sending_is_a_failed_attempt_that_posts_nothing(
+    receiver: Receiver, settings: Any
+) -> None:
+    # Registered while allowed; by the time it is sent, its host is one that is refused
+    # (as a name that resolves elsewhere later would be).
+    hook = endpoint(url=receiver.url).endpoint
+    settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE = False
+    delivery = send_test_event(endpoint=hook, actor=ADMIN)
+    assert deliver().failed == 1
+    delivery.refresh_from_db()
+    assert receiver.received == []
+    assert (delivery.status, delivery.attempts, delivery.last_status_code) == ("pending", 1, None)
+    assert delivery.last_error.startswith("Not sent: 127.0.0.1 is a loopback address")
+    assert delivery.attempt_log[0]["status_code"] is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_receiver_s_body_is_never_read(receiver: Receiver, settings: Any) -> None:
+    # It answers 200 and announces a megabyte it never sends: reading it would wait out
+    # the timeout and fail the attempt.
+    settings.MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS = 1
+    receiver.stall = True
+    delivery = send_test_event(endpoint=endpoint(url=receiver.url).endpoint, actor=ADMIN)
+    started = time.monotonic()
+    assert deliver().delivered == 1
+    assert time.monotonic() - started < 1
+    delivery.refresh_from_db()
+    assert (delivery.status, delivery.last_status_code) == ("delivered", 200)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_endpoint_costs_a_pass_one_attempt_and_holds_up_no_other(
+    receiver: Receiver, settings: Any
+) -> None:
+    settings.MEMORYADMIN_WEBHOOK_RETRY_SECONDS = [0, 0]
+    with receiving() as dead:
+        dead.answers = [500] * 30
+        down = endpoint(url=dead.url).endpoint
+        # More of its rows than a chunk, all older than the live endpoint's.
+        for _ in range(25):
+            send_test_event(endpoint=down, actor=ADMIN)
+        up = send_test_event(endpoint=endpoint(url=receiver.url).endpoint, actor=ADMIN)
+        sent = deliver()
+        assert (sent.delivered, sent.failed) == (1, 1)
+        assert len(dead.received) == 1
+        assert len(receiver.received) == 1
+        up.refresh_from_db()
+        assert up.status == "delivered"
+        # The rest wait, due, for the next pass, which again tries the endpoint once.
+        waiting = WebhookDelivery.objects.filter(endpoint=down, attempts=0, status="pending")
+        assert waiting.count() == 24
+        assert deliver().failed == 1
+        assert len(dead.received) == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_pass_sends_a_live_endpoint_s_whole_backlog(receiver: Receiver) -> None:
+    hook = endpoint(url=receiver.url).endpoint
+    for _ in range(45):
+        send_test_event(endpoint=hook, actor=ADMIN)
+    assert deliver().delivered == 45
+    assert len(receiver.received) == 45
+
+
+@pytest.mark.django_db(transaction=True)
+def test_retry_now_on_a_delivery_being_sent_says_so_at_once(admin: Client) -> None:
+    hook = endpoint().endpoint
+    delivery = send_test_event(endpoint=hook, actor=ADMIN)
+    held, release = threading.Event(), threading.Event()
+
+    def send_it() -> None:
+        # As ``attempt`` does: the row locked through a POST that takes its time.
+        try:
+            with transaction.atomic():
+                WebhookDelivery.objects.select_for_update().get(pk=delivery.pk)
+                held.set()
+                release.wait(5)
+        finally:
+            connection.close()
+
+    sender = threading.Thread(target=send_it)
+    sender.start()
+    try:
+        assert held.wait(5)
+        started = time.monotonic()
+        response = admin.post(reverse("webhook-retry", args=[hook.pk, delivery.pk]))
+        took = time.monotonic() - started
+    finally:
+        release.set()
+        sender.join()
+    assert took < 2
+    assert response.status_code == 409
+    assert "being sent right now" in response.content.decode()
+
+
+@pytest.mark.django_db
+def test_a_test_event_or_a_retry_for_an_inactive_endpoint_says_it_waits(admin: Client) -> None:
+    hook = endpoint().endpoint
+    set_endpoint_active(endpoint=hook, active=False, actor=ADMIN)
+    tested = admin.post(reverse("webhook-test", args=[hook.pk]), follow=True)
+    assert "queued. The endpoint is inactive: it is sent once the endpoint is activated." in (
+        tested.content.decode()
+    )
+    delivery = WebhookDelivery.objects.get()
+    retried = admin.post(reverse("webhook-retry", args=[hook.pk, delivery.pk]), follow=True)
+    assert "The endpoint is inactive" in retried.content.decode()
+    set_endpoint_active(endpoint=hook, active=True, actor=ADMIN)
+    active = admin.post(reverse("webhook-test", args=[hook.pk]), follow=True)
+    assert "inactive" not in active.content.decode().split("</h1>", 1)[0]
+    messages = [m.message for m in active.context["messages"]]
+    assert len(messages) == 1 and messages[0].endswith("queued.")
 
 
 @pytest.mark.django_db
@@ -624,6 +831,9 @@ def test_the_page_lists_deliveries_with_attempts_and_retries_a_failed_one(
     assert delivery.status == "delivered"
     page = admin.get(reverse("webhook", args=[hook.pk])).content.decode()
     assert "HTTP 200" in page
+    # Each attempt's moment reads as every other date on the dashboard does.
+    (first, _) = delivery.attempt_log
+    assert f">{when(datetime.fromisoformat(first['at']))}</time>: HTTP 500" in page
     # Who asked for the test and the retry is in the endpoint's history.
     reasons = list(hook.history.values_list("history_change_reason", flat=True))
     assert any(r.startswith("Retry asked for") for r in reasons)

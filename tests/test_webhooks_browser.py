@@ -1,5 +1,6 @@
-"""An admin's webhook in a real browser: registered, its secret shown once, a test event
-sent to a receiver on loopback, and the delivery with its attempt on the endpoint's page."""
+"""An admin's webhook in a real browser: registered, its secret shown once (a reload
+neither shows it again nor registers a second endpoint), a test event sent to a receiver on
+loopback, and the delivery with its attempt on the endpoint's page."""
 
 from __future__ import annotations
 
@@ -41,7 +42,9 @@ def test_an_admin_registers_an_endpoint_and_sees_its_test_event_delivered(
     make_person: Callable[..., User],
     receiver: Receiver,
     eager_in_the_server: None,
+    settings: Any,
 ) -> None:
+    settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE = True  # the receiver is on loopback
     make_person("ada", role="admin")
     page = browser_page
     sign_in(page, "ada")
@@ -56,6 +59,12 @@ def test_an_admin_registers_an_endpoint_and_sees_its_test_event_delivered(
     hook = WebhookEndpoint.objects.get()
     assert secret == hook.secret and secret.startswith("whsec_")
     assert hook.events == ["memory.written"]
+    # Post/Redirect/Get: the page is the endpoint's own, and a reload sends no form again.
+    assert page.url.endswith(f"/webhooks/{hook.pk}/")
+    page.reload()
+    expect(page.get_by_role("heading", name="Webhook")).to_be_visible()
+    expect(page.locator("#webhook-secret")).to_have_count(0)
+    assert WebhookEndpoint.objects.count() == 1
 
     page.get_by_role("button", name="Send a test event").click()
     row = page.locator("table.webhook-deliveries tbody tr")

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from ledger import policy, webhooks
 from ledger.actions._tracking import save_tracked
+from ledger.actions.lifecycle import announce_change
 from ledger.actions.slots import (
     CANDIDATE_SIDES,
     Candidate,
@@ -57,6 +58,7 @@ from ledger.models import (
     WebhookEndpoint,
     WriteDecision,
 )
+from ledger.policy import MemoryMove
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = N
             result = _decide_and_write(
                 actor=actor, agent=agent, data=data, now=now, current=current
             )
-            _record(agent, result, now)
+            _record(agent, result, now, run_id=result.source.run_id if result.source else None)
     except policy.Refusal as refusal:
         # The refusal's transaction took whatever the decision had written so far with it
         # (a subject created by this write, say): the decision is recorded on its own.
@@ -126,16 +128,21 @@ def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = N
             restricted_because=restricted.because if restricted else "",
             subject=Subject.objects.filter(ref=data.subject).first(),
         )
-        _record(agent, result, now)
+        # The run the write named, if it exists, read within the decision's own insert.
+        named = Run.objects.filter(ref=data.source.run, agent=agent).values("pk")[:1]
+        _record(agent, result, now, run_id=Subquery(named) if data.source.run else None)
     return result
 
 
-def _record(agent: Agent, result: GateResult, now: datetime) -> None:
+def _record(
+    agent: Agent, result: GateResult, now: datetime, *, run_id: int | Subquery | None
+) -> None:
     WriteDecision.objects.create(
         agent=agent,
         subject=result.subject,
         memory=result.memory,
         source=result.source,
+        run_id=run_id,
         outcome=result.outcome,
         code=result.code,
         reason=result.reason,
@@ -275,6 +282,7 @@ def _decide_and_write(
             hold=hold,
             current=current,
             run=run,
+            listening=held.listening,
         )
     policy.refuse_over_cap(current, held.live)
 
@@ -397,6 +405,7 @@ def _merge_evidence(
     hold: policy.Hold | None,
     current: Policy,
     run: Run | None,
+    listening: bool,
 ) -> GateResult:
     """A write that repeats a live memory adds its source as evidence, not a new row.
 
@@ -446,6 +455,8 @@ def _merge_evidence(
             bump_version=True,
         )
         refresh_conflict(subject=memory.subject, key=memory.key, actor=actor)
+        # Confirmed by agents, not a person: the payload's basis stays inferred.
+        announce_change(MemoryMove.CONFIRM, [memory.pk], listening=listening)
     elif memory.status == Memory.Status.PENDING and memory.basis == Memory.Basis.STATED:
         reason += f" {policy.HELD_STATEMENT_WAITS}"
     elif memory.status == Memory.Status.PENDING:

@@ -6,7 +6,9 @@ change is never undone, and each keeps its slot's conflict in step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -151,6 +153,17 @@ def _corrected(old: Memory, new: Memory) -> None:
     emit_memories(webhooks.Event.MEMORY_CORRECTED, [new.pk], extra={"corrects": str(old.pk)})
 
 
+def announce_change(
+    move: MemoryMove, memory_ids: Sequence[Any], *, listening: bool | None = None
+) -> None:
+    """The ``memory.changed`` event for each of ``memory_ids``, as it now is, with ``change``
+    the move's name: the vocabulary of ``policy.MEMORY_MOVES``, so a receiver learns no
+    second one. The gate and a revert file theirs through it too."""
+    emit_memories(
+        webhooks.Event.MEMORY_CHANGED, memory_ids, extra={"change": move.value}, listening=listening
+    )
+
+
 def _merge_correction(
     *,
     old: Memory,
@@ -186,7 +199,8 @@ def _merge_correction(
     if actor.agent is None and (
         merged.status == Memory.Status.PENDING or merged.basis == Memory.Basis.INFERRED
     ):
-        merged = confirm_memory(memory=merged, actor=actor, reason=said)
+        # The correction's ``memory.corrected`` carries ``into`` as it now is, confirmed.
+        merged = confirm_memory(memory=merged, actor=actor, reason=said, announce=False)
     else:
         save_tracked(merged, actor=actor, reason=said, update_fields=[], bump_version=True)
     if old.withheld and not merged.withheld:
@@ -256,8 +270,12 @@ def move_memory(
     return locked
 
 
-def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
-    """Delete, softly: agents stop recalling it at once; its history stays."""
+def retract_memory(*, memory: Memory, actor: Actor, reason: str, announce: bool = True) -> Memory:
+    """Delete, softly: agents stop recalling it at once; its history stays.
+
+    ``announce=False`` leaves its ``memory.retracted`` event to the caller: a batch deletion
+    files all of its memories' events in one statement, but takes every other step here.
+    """
     policy.refuse_unheld_change(actor.agent, what="a deletion")
     with transaction.atomic():
         retracted = move_memory(
@@ -268,15 +286,19 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             reason=reason,
         )
         clear_reminders(memory=retracted, now=retracted.status_changed_at)
-        emit_memories(webhooks.Event.MEMORY_RETRACTED, [retracted.pk])
+        if announce:
+            emit_memories(webhooks.Event.MEMORY_RETRACTED, [retracted.pk])
     return retracted
 
 
-def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
+def confirm_memory(
+    *, memory: Memory, actor: Actor, reason: str = "", announce: bool = True
+) -> Memory:
     """A person says a guess is right: it becomes active and stated, by confirmation.
 
     Confirmed by anyone but the person it is about (support, say, after a phone call), it
     is recorded as support's confirmation, and never shown as the person's.
+    ``announce=False``: a correction merged into it tells receivers with its own event.
     """
     now = timezone.now()
     with transaction.atomic():
@@ -322,6 +344,8 @@ def confirm_memory(*, memory: Memory, actor: Actor, reason: str = "") -> Memory:
         )
         refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
         clear_reminders(memory=locked, now=now)
+        if announce:
+            announce_change(MemoryMove.CONFIRM, [locked.pk])
     return locked
 
 
@@ -361,6 +385,7 @@ def renew_memory(
         )
         refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
         clear_reminders(memory=locked, now=now)
+        announce_change(MemoryMove.RENEW, [locked.pk])
     return locked
 
 
@@ -396,6 +421,7 @@ def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool) -> Memory:
             update_fields=["withheld"],
             bump_version=True,
         )
+        announce_change(move, [locked.pk])
     return locked
 
 

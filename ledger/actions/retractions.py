@@ -2,8 +2,9 @@
 window) wrote, deleted in one action with one reason, and undone as one.
 
 Each memory takes the same path as a single deletion (``lifecycle.retract_memory``: lock,
-check the move, history with who and why, conflicts refreshed, reminders cleared), and the
-batch files its ``memory.retracted`` webhook events in one statement, one event per memory.
+check the move, history with who and why, conflicts refreshed, reminders cleared), told
+not to announce itself, so that the batch files its ``memory.retracted`` webhook events in
+one statement, one event per memory.
 The batch keeps each memory's status before and version after, so that its undo puts back
 only what nobody has touched since, and reports the rest; the undo tells webhook receivers
 with ``memory.written`` (outcome ``restored``) for each memory it puts back.
@@ -23,8 +24,7 @@ from django.utils import timezone
 
 from ledger import policy, webhooks
 from ledger.actions._tracking import save_tracked
-from ledger.actions.lifecycle import move_memory
-from ledger.actions.reminders import clear_reminders
+from ledger.actions.lifecycle import move_memory, retract_memory
 from ledger.actions.slots import lock_slot
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
@@ -184,15 +184,14 @@ def retract_batch(
             if not policy.allows(memory.status, MemoryMove.RETRACT):
                 continue
             status_before = memory.status
-            # retract_memory's steps, but for its event: the batch files all of them at once.
-            retracted = move_memory(
+            # The single deletion itself, so a step it gains is the batch's too; only its
+            # event waits, filed below with the others in one statement.
+            retracted = retract_memory(
                 memory=memory,
                 actor=actor,
-                move=MemoryMove.RETRACT,
-                status=Memory.Status.RETRACTED,
                 reason=f"Deleted in batch {batch.pk}: {reason}",
+                announce=False,
             )
-            clear_reminders(memory=retracted, now=retracted.status_changed_at)
             items.append(
                 RetractionItem(
                     batch=batch,

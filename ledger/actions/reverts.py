@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from ledger import access, policy
 from ledger.actions._tracking import save_tracked
-from ledger.actions.lifecycle import supersede_memory
+from ledger.actions.lifecycle import announce_change, supersede_memory
 from ledger.actions.slots import lock_slot
 from ledger.actors import Actor
 from ledger.models import Memory, Policy, Source
+from ledger.policy import MemoryMove
 
 # The start of each history row's reason; the admin's own words follow.
 REVERTED = "Reverted: "
@@ -105,6 +106,8 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
                 memory=copy,
             )
             save_tracked(evidence, actor=actor, reason=f"{EVIDENCE_COPIED}{reason}")
+        # Both rows changed: a mirror replaces each by its id and drops the superseded one.
+        announce_change(MemoryMove.REVERT, [copy.pk, replacement.pk])
     memory.refresh_from_db()
     return copy
 

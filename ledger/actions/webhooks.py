@@ -13,19 +13,28 @@ Delivery takes the row with ``SELECT … FOR UPDATE SKIP LOCKED`` and sends only
 due row, holding the lock through the POST: two workers (or a task run twice) never send
 one event twice to one endpoint, and a delivered row is never sent again. A worker killed
 after the receiver answered but before its commit sends it once more, which is why every
-delivery carries its event id for the receiver to de-duplicate on.
+delivery carries its event id for the receiver to de-duplicate on. A pass tries no more
+of an endpoint's rows once one of them fails: a dead endpoint costs a pass one timeout,
+not one per waiting event, and never starves the others.
+
+Webhooks go only to public addresses (``webhooks.refused_address``): the host is resolved
+and checked when the endpoint is registered and again before every POST, since a name can
+resolve elsewhere later. An attempt to a refused address is a failed attempt, sent nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import secrets
+import socket
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import httpx
 from celery import current_app
@@ -62,6 +71,9 @@ logger = logging.getLogger(__name__)
 DELIVER_TASK = "ledger.tasks.deliver_webhooks"
 SECRET_BYTES = 32
 USER_AGENT = "memoryadmin-webhooks/1"
+# How many due rows a pass fetches at a time: fetched again after each chunk, without the
+# endpoints that failed in it, so a dead endpoint's backlog never fills a pass.
+CHUNK = 20
 Status = webhooks.DeliveryStatus
 
 
@@ -81,6 +93,10 @@ def register_endpoint(
 ) -> NewSecret:
     """Register an address for ``events``, with a secret made here and returned once."""
     checked = webhooks.checked_url(url)
+    # A name that does not resolve yet (its DNS is set up later) is let through: every POST
+    # resolves and checks it again, and sends nothing to a refused address.
+    with contextlib.suppress(OSError):
+        checked_destination(checked)
     chosen = webhooks.checked_events(events)
     description = " ".join(description.split())
     if len(description) > webhooks.DESCRIPTION_MAX:
@@ -181,13 +197,21 @@ def send_test_event(*, endpoint: WebhookEndpoint, actor: Actor) -> WebhookDelive
 
 def retry_delivery(*, delivery: WebhookDelivery, actor: Actor) -> WebhookDelivery:
     """Try a delivery again now: a failed one gets one more attempt, a waiting one goes
-    now rather than at its next time. A delivered one is never sent again."""
+    now rather than at its next time. A delivered one is never sent again. One being sent
+    right now (its row locked through the POST, up to the timeout) is refused at once
+    rather than waited for."""
     with transaction.atomic():
         locked = (
-            WebhookDelivery.objects.select_for_update(of=("self",))
+            WebhookDelivery.objects.select_for_update(skip_locked=True, of=("self",))
             .select_related("endpoint")
-            .get(pk=delivery.pk)
+            .filter(pk=delivery.pk)
+            .first()
         )
+        if locked is None:
+            raise webhooks.BadEndpoint(
+                "delivery",
+                "This event is being sent right now: reload the page in a moment for how it went.",
+            )
         if locked.status == Status.DELIVERED:
             raise webhooks.BadEndpoint(
                 "delivery", "This event was delivered: it is not sent again."
@@ -481,25 +505,46 @@ class Sent:
 
 def deliver(*, event_id: str | None = None, limit: int = 100) -> Sent:
     """Send what is due: one event's deliveries, or (``event_id`` None) whatever is due
-    for every active endpoint, oldest first, up to ``limit``. Queues itself again for the
+    for every active endpoint, oldest first, up to ``limit`` attempts. Once an endpoint
+    fails an attempt its other due rows wait for the next pass (each is retried on its own
+    schedule from there): an attempt holds its row through a POST of up to the timeout,
+    and one dead endpoint must cost a pass one timeout, not one per waiting event, nor
+    starve the endpoints whose rows come after its backlog. Queues itself again for the
     soonest retry, so a short schedule needs no beat."""
-    now = timezone.now()
-    due = WebhookDelivery.objects.due(now).filter(endpoint__active=True)
+    due = WebhookDelivery.objects.due(timezone.now()).filter(endpoint__active=True)
     if event_id is not None:
         due = due.filter(event_id=event_id)
-    ids = list(due.order_by("next_attempt_at", "id").values_list("pk", flat=True)[:limit])
     sent = Sent()
-    for pk in ids:
-        outcome = attempt(pk)
-        if outcome is None:
-            continue
-        if outcome.status == Status.DELIVERED:
-            sent.delivered += 1
-        else:
-            sent.failed += 1
-        if outcome.status == Status.PENDING and outcome.next_attempt_at is not None:
-            wait = max((outcome.next_attempt_at - timezone.now()).total_seconds(), 0.0)
-            sent.retry_in = wait if sent.retry_in is None else min(sent.retry_in, wait)
+    failing: set[int] = set()
+    # Rows this pass has taken up, tried or not: one another worker holds stays due, and
+    # must not be fetched again.
+    seen: set[int] = set()
+    tried = 0
+    while tried < limit:
+        rows = list(
+            due.exclude(endpoint_id__in=failing)
+            .exclude(pk__in=seen)
+            .order_by("next_attempt_at", "id")
+            .values_list("pk", "endpoint_id")[: min(CHUNK, limit - tried)]
+        )
+        if not rows:
+            break
+        for pk, endpoint_id in rows:
+            seen.add(pk)
+            if endpoint_id in failing:
+                continue
+            tried += 1
+            outcome = attempt(pk)
+            if outcome is None:
+                continue
+            if outcome.status == Status.DELIVERED:
+                sent.delivered += 1
+            else:
+                sent.failed += 1
+                failing.add(endpoint_id)
+            if outcome.status == Status.PENDING and outcome.next_attempt_at is not None:
+                wait = max((outcome.next_attempt_at - timezone.now()).total_seconds(), 0.0)
+                sent.retry_in = wait if sent.retry_in is None else min(sent.retry_in, wait)
     if sent.retry_in is not None:
         _queue(uuid.UUID(event_id) if event_id else None, countdown=sent.retry_in)
     return sent
@@ -566,9 +611,30 @@ def attempt(delivery_id: int) -> WebhookDelivery | None:
     return delivery
 
 
+def checked_destination(url: str) -> None:
+    """Refuse (``BadEndpoint``) an address whose host resolves to a loopback, private,
+    link-local, multicast or reserved address, unless ``MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE``;
+    ``OSError`` when the name does not resolve. Every address the name has is checked."""
+    if settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE:
+        return
+    host = urlsplit(url).hostname or ""
+    found = socket.getaddrinfo(host, None, type=socket.SOCK_STREAM)
+    webhooks.checked_addresses(host, [str(info[4][0]) for info in found])
+
+
 def _post(delivery: WebhookDelivery) -> tuple[int | None, str, int]:
     """POST the signed event: (status code, error or "", milliseconds). A 2xx is delivered;
-    any other answer, a redirect included (never followed), or no answer is an error."""
+    any other answer, a redirect included (never followed), or no answer is an error. The
+    answer's body is never read: a receiver cannot fill the worker's memory, or hold it
+    past its status line."""
+    started = time.monotonic()
+    try:
+        checked_destination(delivery.endpoint.url)
+    except webhooks.BadEndpoint as refused:
+        return None, f"Not sent: {refused.message}", _ms(started)
+    except OSError as error:
+        host = urlsplit(delivery.endpoint.url).hostname
+        return None, f"Not sent: {host} does not resolve ({error}).", _ms(started)
     data = webhooks.body(
         event_id=str(delivery.event_id),
         event=delivery.event,
@@ -582,18 +648,22 @@ def _post(delivery: WebhookDelivery) -> tuple[int | None, str, int]:
         EVENT_HEADER: delivery.event,
         SIGNATURE_HEADER: sign(delivery.endpoint.secret, data, int(time.time())),
     }
-    started = time.monotonic()
+    # The name is resolved again to connect, so a DNS answer that changes between the check
+    # and the connection (rebinding) is not caught: docs/webhooks.md, "Security".
     try:
-        with httpx.Client(
-            timeout=settings.MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False
-        ) as client:
-            response = client.post(delivery.endpoint.url, content=data, headers=headers)
+        with (
+            httpx.Client(
+                timeout=settings.MEMORYADMIN_WEBHOOK_TIMEOUT_SECONDS, follow_redirects=False
+            ) as client,
+            client.stream("POST", delivery.endpoint.url, content=data, headers=headers) as response,
+        ):
+            code, reason = response.status_code, response.reason_phrase
     except httpx.HTTPError as error:
         return None, f"{type(error).__name__}: {error}", _ms(started)
     took = _ms(started)
-    if 200 <= response.status_code < 300:
-        return response.status_code, "", took
-    return response.status_code, f"HTTP {response.status_code} {response.reason_phrase}", took
+    if 200 <= code < 300:
+        return code, "", took
+    return code, f"HTTP {code} {reason}", took
 
 
 def _ms(started: float) -> int:

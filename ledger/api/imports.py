@@ -11,18 +11,18 @@ imported (not JSON, no statement on line 14, over 1,000 memories) is a 422
 hold is more than a schema of the request can say. Then each entry is its own gate decision, as the
 calling agent: a refused line does not stop the others, and the report names every line.
 
-An import of N memories counts N writes against the agent's limit (``charge_writes``): a
-file is not a way around ``MEMORYADMIN_RATE_WRITES``. A dry run writes nothing and counts
-as the one request it is.
+An import of N memories counts N writes against the agent's limit: a file is not a way
+around ``MEMORYADMIN_RATE_WRITES``. The throttle counted the request; the other N - 1 are
+``charge``d in one step before the import's transaction begins (on the database the
+counter's row would otherwise stay locked, and the agent's every other write wait, until
+the import commits). A refused charge counts none of them, so it leaves the agent its next
+write. A dry run writes nothing and counts as the one request it is.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers, status
@@ -47,7 +47,7 @@ from ledger.api.fields import (
 )
 from ledger.api.idempotency import PREVIEW, About, idempotent
 from ledger.api.serializers import MemoryWriteSerializer
-from ledger.api.throttling import RateLimited, count_request
+from ledger.api.throttling import charge
 from ledger.import_formats import (
     DEFAULT_KIND,
     FORMATS,
@@ -56,11 +56,18 @@ from ledger.import_formats import (
     Problem,
     UnreadableFile,
     parse,
+    without_bom,
 )
 from ledger.models import Memory, Source, Subject
-from ledger.rates import parse_rate
 
 NAME_MAX = 100
+
+
+class ContentField(StrictCharField):
+    def to_internal_value(self, data: Any) -> str:
+        # A byte order mark is how an editor saved the file, not a character in it: left
+        # in, it would be refused below as an invisible control character.
+        return super().to_internal_value(without_bom(data) if isinstance(data, str) else data)
 
 
 class ImportRequestSerializer(StrictSerializer):
@@ -69,7 +76,7 @@ class ImportRequestSerializer(StrictSerializer):
         help_text="The file's name, e.g. `dana-export.json`: each memory's source ref is "
         "`<name>:<line>`.",
     )
-    content = StrictCharField(
+    content = ContentField(
         max_length=MAX_CHARS,
         multiline=True,
         trim_whitespace=False,
@@ -185,23 +192,6 @@ def unreadable(error: UnreadableFile) -> Response:
     )
 
 
-def charge_writes(request: Request, extra: int) -> None:
-    """Count ``extra`` more writes against the calling agent's limit (the request itself
-    was counted by the throttle), or refuse the import (429) once it would go over."""
-    if extra <= 0:
-        return
-    rate = parse_rate(settings.MEMORYADMIN_RATE_WRITES)
-    now = time.time()
-    window_start = int(now // rate.seconds) * rate.seconds
-    window_end = window_start + rate.seconds
-    bucket = f"agent:{agent_of(request).pk}:writes"
-    count = 0
-    for _ in range(extra):
-        count = count_request(bucket, window_start, window_end)
-        if count > rate.requests:
-            raise RateLimited(kind="writes", rate=rate, wait=max(1, math.ceil(window_end - now)))
-
-
 class LineReportSerializer(serializers.Serializer[LineReport]):
     line = serializers.IntegerField(help_text="Where the entry starts in the file.")
     ref = serializers.CharField(help_text="The source ref: `<name>:<line>`.")
@@ -256,18 +246,21 @@ class ImportsView(APIView):
         "entry is refused whole (422 `invalid_import`, every problem with its line).",
     )
     def post(self, request: Request) -> Response:
+        incoming = ImportRequestSerializer(data=request.data)
+        if not incoming.is_valid():
+            return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST)
+        try:
+            format, lines = incoming.lines()
+        except UnreadableFile as error:
+            # Not kept for a retry either: it wrote nothing, and the client sends it mended.
+            return unreadable(error)
+        dry_run = incoming.validated_data["dry_run"]
+        if not dry_run:
+            # Before ``idempotent`` opens its transaction, so that the counter is not held
+            # locked for the whole import; the throttle has counted this request already.
+            charge(agent_of(request), "writes", sum(line.memory is not None for line in lines) - 1)
+
         def write() -> tuple[Response, About]:
-            incoming = ImportRequestSerializer(data=request.data)
-            if not incoming.is_valid():
-                return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST), None
-            try:
-                format, lines = incoming.lines()
-            except UnreadableFile as error:
-                # Not kept: it wrote nothing, and the client sends the file again mended.
-                return unreadable(error), PREVIEW
-            dry_run = incoming.validated_data["dry_run"]
-            if not dry_run:
-                charge_writes(request, sum(line.memory is not None for line in lines) - 1)
             report = import_memories(
                 agent=agent_of(request),
                 name=incoming.validated_data["name"],

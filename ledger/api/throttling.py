@@ -3,6 +3,8 @@ number: Redis (``REDIS_URL``) when configured, else a row per window in the data
 
 Fixed windows: a counter per agent, kind and window, incremented in one atomic step, so
 200 requests racing across processes against a limit of 50 let exactly 50 through.
+A request that costs more than one (an import of N memories) is ``charge``d the rest in
+one step that adds all of it or, over the limit, nothing.
 """
 
 from __future__ import annotations
@@ -51,18 +53,49 @@ class AgentRateThrottle(BaseThrottle):
         kind = "reads" if request.method in permissions.SAFE_METHODS else "writes"
         rate = parse_rate(getattr(settings, LIMITS[kind]))
         now = time.time()
-        window_start = int(now // rate.seconds) * rate.seconds
-        window_end = window_start + rate.seconds
-        count = count_request(f"agent:{agent.pk}:{kind}", window_start, window_end)
+        window_start, window_end = _window(rate, now)
+        count = count_request(_bucket(agent, kind), window_start, window_end)
         if count <= rate.requests:
             return True
         raise RateLimited(kind=kind, rate=rate, wait=max(1, math.ceil(window_end - now)))
 
 
+def charge(agent: Agent, kind: str, n: int) -> None:
+    """Count ``n`` more of ``kind`` against the agent's limit, in one atomic step and only
+    if the window's total stays within it; else ``RateLimited``, having counted nothing, so
+    a refused import leaves the agent its next write.
+
+    Call it outside any transaction: the database's counter row stays locked until commit,
+    and every other request of the agent's waits on it."""
+    if n <= 0:
+        return
+    rate = parse_rate(getattr(settings, LIMITS[kind]))
+    now = time.time()
+    window_start, window_end = _window(rate, now)
+    if n > rate.requests or not _add_within(
+        _bucket(agent, kind), n, rate.requests, window_start, window_end
+    ):
+        raise RateLimited(kind=kind, rate=rate, wait=max(1, math.ceil(window_end - now)))
+
+
+def _bucket(agent: Agent, kind: str) -> str:
+    """The one name of an agent's counter: the throttle and ``charge`` must share it."""
+    return f"agent:{agent.pk}:{kind}"
+
+
+def _window(rate: Rate, now: float) -> tuple[int, int]:
+    start = int(now // rate.seconds) * rate.seconds
+    return start, start + rate.seconds
+
+
+def _redis_key(bucket: str, window_start: int) -> str:
+    return f"memoryadmin:rate:{bucket}:{window_start}"
+
+
 def count_request(bucket: str, window_start: int, window_end: int) -> int:
     """This request's number in its bucket's window, counting it."""
     if settings.REDIS_URL:
-        return _count_in_redis(f"memoryadmin:rate:{bucket}:{window_start}", window_end)
+        return _count_in_redis(_redis_key(bucket, window_start), window_end)
     return _count_in_database(bucket, window_start, window_end)
 
 
@@ -97,3 +130,35 @@ def _count_in_database(bucket: str, window_start: int, window_end: int) -> int:
         if count == 1:
             cursor.execute(f"DELETE FROM {table} WHERE expires_at <= %s", [window_start])
     return count
+
+
+# Read, compare and add in one script: Redis runs it whole, with no other command between.
+_ADD_WITHIN = """
+local total = tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(ARGV[1])
+if total > tonumber(ARGV[2]) then
+  return 0
+end
+redis.call('INCRBY', KEYS[1], ARGV[1])
+redis.call('EXPIREAT', KEYS[1], ARGV[3])
+return 1
+"""
+
+
+def _add_within(bucket: str, n: int, limit: int, window_start: int, window_end: int) -> bool:
+    """Add ``n`` to the bucket's window if its total stays at most ``limit``; whether it did."""
+    if settings.REDIS_URL:
+        add = _redis(settings.REDIS_URL).register_script(_ADD_WITHIN)
+        return bool(add(keys=[_redis_key(bucket, window_start)], args=[n, limit, window_end + 1]))
+    # One statement: the row is created, or added to only while the sum is within the limit
+    # (a conflict whose WHERE fails updates nothing and returns no row). ``n <= limit`` was
+    # checked first, so a new row is within it too.
+    table = connection.ops.quote_name(RateCounter._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (bucket, window_start, expires_at, count) "
+            "VALUES (%s, %s, %s, %s) ON CONFLICT (bucket, window_start) "
+            f"DO UPDATE SET count = {table}.count + EXCLUDED.count "
+            f"WHERE {table}.count + EXCLUDED.count <= %s RETURNING count",
+            [bucket, window_start, window_end, n, limit],
+        )
+        return cursor.fetchone() is not None

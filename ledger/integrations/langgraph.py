@@ -38,7 +38,9 @@ key                                    the memory's slot (``contact.channel``): 
                                        rank; ``filter`` applies to what recall served.
 ``search(ns)``                         the subject's live memories, newest first, with
                                        ``filter``, ``limit`` and ``offset``; a listing,
-                                       not a recall (not recorded).
+                                       not a recall (not recorded). Read a page of
+                                       ``offset + limit`` at a time, only as far as the
+                                       answer needs.
 ``list_namespaces``                    ``NotImplementedError``: the API lists no subjects.
 =====================================  ==================================================
 
@@ -51,10 +53,12 @@ checked whole before its first call, then run in order.
 from __future__ import annotations
 
 import functools
+import itertools
 import operator
 import re
 import uuid
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
@@ -95,6 +99,9 @@ DEFAULT_KIND = "preference"
 DEFAULT_BASIS = "inferred"
 REASON = "Changed by a LangGraph agent through memoryadmin's store."
 LIVE = frozenset({"active", "pending"})
+# The API's largest page of memories (ledger.api.memories.NewestFirst.max_page_size): a
+# larger page_size is served as this many.
+PAGE_MAX = 200
 
 
 class NotAMemory(ValueError):
@@ -230,7 +237,23 @@ class _Call:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
 
-type _Steps[T] = Generator[_Call, Any, T]
+@dataclass(frozen=True)
+class _Open:
+    """Open a listing of memories (``client.memories``) without reading it: the answer is
+    a handle that ``_Read`` reads on, a page at a time, only as far as asked."""
+
+    kwargs: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class _Read:
+    """The next ``count`` memories of an opened listing; fewer only at its end."""
+
+    listing: Any
+    count: int
+
+
+type _Steps[T] = Generator[_Call | _Open | _Read, Any, T]
 
 
 def _drive[T](client: MemoryClient, steps: _Steps[T]) -> T:
@@ -244,9 +267,16 @@ def _drive[T](client: MemoryClient, steps: _Steps[T]) -> T:
             return result
         answer, error = None, None
         try:
-            answer = getattr(client, call.method)(*call.args, **call.kwargs)
-            if call.method == "memories":
-                answer = list(answer)
+            if isinstance(call, _Open):
+                answer = client.memories(**call.kwargs)
+            elif isinstance(call, _Read):
+                listing: Iterator[JSON] = call.listing
+                # The client fetches the next page only when this asks past the last one.
+                answer = list(itertools.islice(listing, call.count))
+            else:
+                answer = getattr(client, call.method)(*call.args, **call.kwargs)
+                if call.method == "memories":
+                    answer = list(answer)
         except MemoryAdminError as refused:
             error = refused
 
@@ -262,13 +292,46 @@ async def _adrive[T](client: AsyncMemoryClient, steps: _Steps[T]) -> T:
             return result
         answer, error = None, None
         try:
-            pending = getattr(client, call.method)(*call.args, **call.kwargs)
-            if call.method == "memories":
-                answer = [memory async for memory in pending]
+            if isinstance(call, _Open):
+                answer = client.memories(**call.kwargs)
+            elif isinstance(call, _Read):
+                answer = await _read(call.listing, call.count)
             else:
-                answer = await pending
+                pending = getattr(client, call.method)(*call.args, **call.kwargs)
+                if call.method == "memories":
+                    answer = [memory async for memory in pending]
+                else:
+                    answer = await pending
         except MemoryAdminError as refused:
             error = refused
+
+
+async def _read(listing: AsyncIterator[JSON], count: int) -> list[JSON]:
+    rows: list[JSON] = []
+    while len(rows) < count:
+        try:
+            rows.append(await anext(listing))
+        except StopAsyncIteration:
+            break
+    return rows
+
+
+class _Listing:
+    """One opened listing, newest first, with the memories read from it but not yet taken."""
+
+    def __init__(self, handle: Any, page: int) -> None:
+        self.handle = handle
+        self.page = page
+        self.unread: deque[JSON] = deque()
+        self.ended = False
+
+    def head(self) -> _Steps[JSON | None]:
+        """Its newest memory not yet taken, reading one more page when none is left."""
+        if not self.unread and not self.ended:
+            rows = yield _Read(self.handle, self.page)
+            self.unread.extend(rows)
+            self.ended = len(rows) < self.page
+        return self.unread[0] if self.unread else None
 
 
 class MemoryAdminStore(BaseStore):
@@ -451,33 +514,60 @@ class MemoryAdminStore(BaseStore):
         end = op.offset + op.limit
         if op.limit <= 0:
             return []
-        found: list[tuple[JSON, float | None]]
-        if op.query:
-            try:
-                recall = yield _Call(
-                    "recall", (subject,), {"goal": op.query, "k": end, "run": self.run}
-                )
-            except NotFound:
-                return []
-            contested: dict[str, list[int]] = {}
-            for conflict in recall.conflicts:
-                for said in conflict["statements"]:
-                    contested.setdefault(str(said["memory"]), []).append(conflict["id"])
-            # Recall serves active memories only.
-            found = [
-                (
-                    {**m, "status": "active", "open_conflicts": contested.get(str(m["id"]), [])},
-                    float(m["rank"]),
-                )
-                for m in recall.memories
-            ]
-        else:
-            active = yield _Call("memories", kwargs={"subject": subject, "status": "active"})
-            pending = yield _Call("memories", kwargs={"subject": subject, "status": "pending"})
-            newest = sorted([*active, *pending], key=_written, reverse=True)
-            found = [(memory, None) for memory in newest if _is_live(memory)]
+        if not op.query:
+            # A listing filters as it reads, to stop as soon as enough match.
+            newest = yield from self._newest_live(subject, op.filter or {}, end)
+            return [_search_item(op.namespace_prefix, m, None) for m in newest[op.offset : end]]
+        try:
+            recall = yield _Call(
+                "recall", (subject,), {"goal": op.query, "k": end, "run": self.run}
+            )
+        except NotFound:
+            return []
+        contested: dict[str, list[int]] = {}
+        for conflict in recall.conflicts:
+            for said in conflict["statements"]:
+                contested.setdefault(str(said["memory"]), []).append(conflict["id"])
+        # Recall serves active memories only.
+        found = [
+            (
+                {**m, "status": "active", "open_conflicts": contested.get(str(m["id"]), [])},
+                float(m["rank"]),
+            )
+            for m in recall.memories
+        ]
         kept = [(m, score) for m, score in found if _matches(_value(m), op.filter or {})]
         return [_search_item(op.namespace_prefix, m, score) for m, score in kept[op.offset : end]]
+
+    def _newest_live(self, subject: str, wanted: Mapping[str, Any], end: int) -> _Steps[list[JSON]]:
+        """The subject's ``end`` newest live memories that match ``wanted``.
+
+        The API lists one status at a time, so the active and the pending listings are
+        merged newest first, each read a page of ``end`` at a time and no further than the
+        merge needs: without a filter (and with nothing expired but not yet swept) that is
+        one page of each, however many memories the subject holds; with a filter, pages are
+        read on until ``end`` match or the listings end.
+        """
+        page = min(end, PAGE_MAX)
+        listings: list[_Listing] = []
+        for status in sorted(LIVE):
+            handle = yield _Open({"subject": subject, "status": status, "page_size": page})
+            listings.append(_Listing(handle, page))
+        kept: list[JSON] = []
+        while len(kept) < end:
+            newest: _Listing | None = None
+            for listing in listings:
+                head = yield from listing.head()
+                if head is None:
+                    continue
+                if newest is None or _order(head) > _order(newest.unread[0]):
+                    newest = listing
+            if newest is None:
+                break
+            memory = newest.unread.popleft()
+            if _is_live(memory) and _matches(_value(memory), wanted):
+                kept.append(memory)
+        return kept
 
 
 # What the API answers, as LangGraph items.
@@ -530,6 +620,12 @@ def _search_item(namespace: tuple[str, ...], memory: JSON, score: float | None) 
 
 def _written(memory: JSON) -> datetime:
     return datetime.fromisoformat(memory["written_at"])
+
+
+def _order(memory: JSON) -> tuple[datetime, str]:
+    # The API's order for listings: newest first, then the larger id (a UUID, whose text
+    # sorts as PostgreSQL sorts the value).
+    return _written(memory), str(memory["id"])
 
 
 def _is_live(memory: JSON) -> bool:

@@ -15,7 +15,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
-from ledger.models import Memory, Recall, RecallItem, Run, Source
+from ledger.models import Memory, Recall, RecallItem, Run, Source, WriteDecision
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.presenting import STATUS_CHANGES
 
@@ -24,6 +24,8 @@ SHORT_LIST = 5
 # A run is one conversation, so its recalls are bounded; this keeps a runaway loop's page
 # readable, and the page says when it stopped.
 RECALLS_SHOWN = 200
+# How many refused writes the overview lists, newest first; the page says how many more.
+REFUSALS_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -80,9 +82,18 @@ def run_overview(request: SignedInRequest, ref: str) -> HttpResponse:
             Prefetch("items", RecallItem.objects.select_related("memory").order_by("position"))
         )[: RECALLS_SHOWN + 1]
     )
+    # A refused write keeps its code and the gate's reason (which may quote the key it tried;
+    # an erasure blanks it), never the statement: there is nothing more to show, or to leak.
+    # WriteDecision has the default manager, so its reads are asked of their QuerySet here.
+    refused = WriteDecision.objects.refused_during(run)
+    refusals = list(refused.order_by("-decided_at", "-id")[:REFUSALS_SHOWN])
+    refusals_count = refused.count()
     context = {
         "run": run,
         "memories": [_written(memory) for memory in memories],
+        "refusals": refusals,
+        "refusals_count": refusals_count,
+        "refusals_more": refusals_count - len(refusals),
         "entries": list(run.ledger_entries.order_by("recorded_at", "id")),
         "journal": run.journal_entries.order_by("-created_at", "-id")[:SHORT_LIST],
         "journal_count": run.journal_entries.count(),

@@ -1,9 +1,11 @@
 """Admins' pages for webhooks: the endpoints, registering one (its secret shown once), and
 one endpoint's deliveries with every attempt, a page at a time.
 
-A secret is shown in the answer to the form that made or rotated it, sent with
-``Cache-Control: no-store``, and never again. Every other form answers with a redirect to
-the endpoint's page; a refusal re-renders the page with the error and changes nothing.
+Every form answers with a redirect to the endpoint's page (Post/Redirect/Get: a reload
+sends nothing again, so it neither registers a second endpoint nor rotates twice); a
+refusal re-renders the page with the error and changes nothing. A new secret rides that
+redirect in the session, popped by the page that shows it, which is sent with
+``Cache-Control: no-store``: shown once, never again, and reloading it shows it no more.
 Every change goes through ``ledger.actions.webhooks``, which records who did it.
 """
 
@@ -32,9 +34,14 @@ from ledger.actors import Actor
 from ledger.models import WebhookDelivery, WebhookEndpoint
 from ledger.views.http import SignedInRequest, admin_only
 from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.presenting import Names
 
 TEMPLATE = "ledger/webhooks.html"
 PAGE_SIZE = 25
+# The session's one-time value: a new secret on its way to the endpoint's page.
+SHOWN_SECRET = "webhook_secret"
+# Said when an inactive endpoint is given something to send.
+WAITS = " The endpoint is inactive: it is sent once the endpoint is activated."
 
 
 def _events(chosen: list[str]) -> list[tuple[str, str, bool]]:
@@ -86,21 +93,38 @@ def _register(request: SignedInRequest) -> HttpResponse:
             chosen=chosen,
             status=400,
         )
-    return _endpoint_page(request, made.endpoint, shown=made)
+    return _show_once(request, made)
+
+
+def _show_once(request: SignedInRequest, made: NewSecret) -> HttpResponseRedirect:
+    """Redirect to the endpoint's page, which shows ``made``'s secret the one time."""
+    request.session[SHOWN_SECRET] = {"endpoint": made.endpoint.pk, "secret": made.secret}
+    return _back(made.endpoint)
+
+
+def _popped_secret(request: SignedInRequest, endpoint: WebhookEndpoint) -> str:
+    """The secret waiting in the session for this endpoint's page, taken out of it."""
+    waiting = request.session.get(SHOWN_SECRET)
+    if not isinstance(waiting, dict) or waiting.get("endpoint") != endpoint.pk:
+        return ""
+    del request.session[SHOWN_SECRET]
+    return str(waiting.get("secret", ""))
 
 
 @admin_only
 @require_GET
 def webhook_page(request: SignedInRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
-    return _endpoint_page(request, endpoint)
+    # An htmx fragment (older deliveries) never takes the secret meant for the full page.
+    secret = "" if request.htmx else _popped_secret(request, endpoint)
+    return _endpoint_page(request, endpoint, secret=secret)
 
 
 def _endpoint_page(
     request: SignedInRequest,
     endpoint: WebhookEndpoint,
     *,
-    shown: NewSecret | None = None,
+    secret: str = "",
     errors: dict[str, str] | None = None,
     status: int = 200,
 ) -> HttpResponse:
@@ -117,15 +141,18 @@ def _endpoint_page(
     context: dict[str, Any] = {
         "endpoint": endpoint,
         "page": page,
-        "secret": shown.secret if shown else "",
+        "secret": secret,
         "errors": errors or {},
         "first_page": not request.GET.get("after"),
         "event_words": dict(webhooks.Event.choices),
+        "registered_by": Names.for_labels(request.user, [endpoint.created_by]).who(
+            endpoint.created_by
+        ),
     }
-    if request.htmx and not shown:
+    if request.htmx and not secret:
         return render(request, f"{TEMPLATE}#deliveries", context, status=status)
     response = render(request, TEMPLATE, context, status=status)
-    if shown:
+    if secret:
         add_never_cache_headers(response)
         response["Cache-Control"] = "no-store"
     return response
@@ -160,7 +187,7 @@ def webhook_rotate(request: SignedInRequest, pk: int) -> HttpResponse:
     made = rotate_endpoint_secret(
         endpoint=endpoint, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
     )
-    return _endpoint_page(request, made.endpoint, shown=made)
+    return _show_once(request, made)
 
 
 @admin_only
@@ -168,7 +195,8 @@ def webhook_rotate(request: SignedInRequest, pk: int) -> HttpResponse:
 def webhook_test(request: SignedInRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
     delivery = send_test_event(endpoint=endpoint, actor=Actor.for_user(request.user))
-    messages.success(request, f"Test event {delivery.event_id} queued.")
+    waits = "" if delivery.endpoint.active else WAITS
+    messages.success(request, f"Test event {delivery.event_id} queued.{waits}")
     return _back(endpoint)
 
 
@@ -192,8 +220,9 @@ def webhook_retry(request: SignedInRequest, pk: int, delivery: int) -> HttpRespo
     endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
     row = get_object_or_404(WebhookDelivery, pk=delivery, endpoint=endpoint)
     try:
-        retry_delivery(delivery=row, actor=Actor.for_user(request.user))
+        retried = retry_delivery(delivery=row, actor=Actor.for_user(request.user))
     except webhooks.BadEndpoint as error:
         return _endpoint_page(request, endpoint, errors={error.field: error.message}, status=409)
-    messages.success(request, f"Retry of {row.event_id} queued.")
+    waits = "" if retried.endpoint.active else WAITS
+    messages.success(request, f"Retry of {row.event_id} queued.{waits}")
     return _back(endpoint)
