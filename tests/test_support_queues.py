@@ -262,6 +262,9 @@ def test_resolving_by_htmx_swaps_the_entry(
     assert html.lstrip().startswith('<article class="card journal-entry not_done"')
     assert "Recorded as not done" in html and "<html" not in html
     assert 'href="/runs/run_q/journal/#journal-' in html
+    # The swapped card keeps its steps, sam's resolution last.
+    assert "<strong>Intended</strong>" in html
+    assert "<strong>Not done</strong>, <time" in html and "by you." in html
 
 
 @pytest.mark.parametrize(

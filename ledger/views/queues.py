@@ -22,7 +22,7 @@ from ledger.actors import Actor
 from ledger.models import Conflict, JournalEntry, Memory
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.paging import BadCursor, keyset_page
-from ledger.views.runs import journal_row, run_journal
+from ledger.views.runs import journal_row, run_journal, steps_of
 
 PAGE_SIZE = 50
 # A queue is counted up to here and then said to hold "more than" this: a count of every
@@ -207,8 +207,10 @@ def journal_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
 def _entry(
     request: SignedInRequest, entry: JournalEntry, back: str, status: int = 200, **extra: str
 ) -> HttpResponse:
+    # The card swapped in after a resolution keeps its steps, the new one among them.
+    steps = steps_of(JournalEntry.objects.filter(pk=entry.pk), request.user).get(entry.pk, ())
     context = {
-        "row": journal_row(entry, policy.stale_intent_cutoff()),
+        "row": journal_row(entry, policy.stale_intent_cutoff(), steps),
         "back": back,
         "show_run": request.POST.get("show_run") == "1",
         **extra,

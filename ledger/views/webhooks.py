@@ -210,7 +210,7 @@ def webhook_delete(request: SignedInRequest, pk: int) -> HttpResponse:
     delete_endpoint(
         endpoint=endpoint, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
     )
-    messages.success(request, "Endpoint deleted.")
+    messages.success(request, f"Endpoint {endpoint.url} deleted, with its deliveries.")
     return HttpResponseRedirect(reverse("webhooks"))
 
 
