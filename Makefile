@@ -29,12 +29,14 @@ BENCH_REDIS_URL ?= redis://127.0.0.1:6379/8
 PYTHON := $(shell for p in python3.13 python3.12 python3 $$HOME/.pyenv/versions/3.13*/bin/python3 $$HOME/.pyenv/versions/3.12*/bin/python3; do \
 	command -v $$p >/dev/null 2>&1 && $$p -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null && { command -v $$p; break; }; done)
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "memoryadmin needs Python 3.12 or newer; none was found." >&2; exit 1; }
 	@echo "Using $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	@# The client (memoryadmin-client) from its folder, in the same command, so that pip
+	@# never looks for it on PyPI.
+	$(PY) -m pip install --quiet -e ./clients/python -e '.[dev]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -45,7 +47,7 @@ run: install
 	@mkdir -p "$${CELERY_BROKER_DIR:-.celery}/queue" "$${CELERY_BROKER_DIR:-.celery}/control"
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py seed_demo
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py collectstatic --no-input -v 0
-	@DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(PY) -m memoryadmin.devserver
+	@DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(PY) -m tools.devserver
 
 # Chromium for the browser tests: found, else installed from Debian when this user may,
 # else one line saying how, before any test runs.
@@ -74,9 +76,9 @@ fuzz: install
 	DATABASE_POOL=0 DEBUG=1 $(PY) -m pytest tests/test_openapi.py $(PYTEST_ARGS)
 
 bench-data: install
-	$(PY) -m memoryadmin.bench.servers "$(BENCH_DATABASE_URL)"
+	$(PY) -m tools.bench.servers "$(BENCH_DATABASE_URL)"
 	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=1 $(PY) manage.py migrate --no-input -v 0
-	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=1 $(PY) manage.py bench_data --scale $(SCALE) --replace
+	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=1 $(PY) -m tools.bench data --scale $(SCALE) --replace
 
 # Production settings: DEBUG off, HTTPS=0 only because it is loopback; `bench` itself starts
 # gunicorn (with the connection pool on) and a Celery worker under them.
@@ -84,17 +86,18 @@ bench: install
 	DEBUG=1 $(PY) manage.py collectstatic --no-input -v 0
 	DATABASE_URL="$(BENCH_DATABASE_URL)" DATABASE_POOL=0 DEBUG=0 HTTPS=0 MEMORYADMIN_EMAIL=0 \
 	SECRET_KEY=$${SECRET_KEY:-bench-only-secret-key-never-used-for-a-real-deployment} \
-	$(PY) manage.py bench --redis-url "$(BENCH_REDIS_URL)" $(BENCH_ARGS)
+	$(PY) -m tools.bench run --redis-url "$(BENCH_REDIS_URL)" $(BENCH_ARGS)
 
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
-	DEBUG=1 $(VENV)/bin/mypy ledger memoryadmin
+	DEBUG=1 $(VENV)/bin/mypy ledger memoryadmin tools clients/python/memoryadmin_client
+	$(VENV)/bin/lint-imports
 
 # Retake the README's screenshots from a fresh demo (its own scratch database and server).
 screenshots: install chromium
-	$(PY) -m memoryadmin.screenshots
+	$(PY) -m tools.screenshots
 
 fmt: install
 	$(VENV)/bin/ruff check --fix .

@@ -25,7 +25,7 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
-from ledger.client import (
+from memoryadmin_client import (
     AuthenticationFailed,
     ConnectionFailed,
     MemoryAdminError,

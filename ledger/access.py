@@ -10,16 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-if TYPE_CHECKING:
-    from ledger.actors import Actor
-    from ledger.models import Agent, Subject
-
 type Person = User | AnonymousUser
+
+
+# What these rules read of a subject and of an actor (``ledger.models.Subject``,
+# ``ledger.actors.Actor``): access sits below both, so it names only what it looks at.
+class OwnedSubject(Protocol):
+    @property
+    def owner_id(self) -> int | None: ...
+
+
+class ActingAs(Protocol):
+    @property
+    def user(self) -> User | None: ...
+    @property
+    def agent(self) -> object | None: ...
 
 
 class Role(StrEnum):
@@ -86,7 +96,7 @@ def may_use_support_tools(user: Person) -> bool:
     return is_staff(user)
 
 
-def may_grant_staff_scope(actor: Actor) -> bool:
+def may_grant_staff_scope(actor: ActingAs) -> bool:
     """The ``staff`` API scope retracts memories across every subject: only an admin grants
     it, or whoever runs the command line (a system actor); never an agent."""
     if actor.agent is not None:
@@ -100,7 +110,7 @@ def may_administer(user: Person) -> bool:
     return role_of(user) == Role.ADMIN
 
 
-def may_revert(actor: Actor) -> bool:
+def may_revert(actor: ActingAs) -> bool:
     """Reverting a correction overrules a person's or support's decision: an admin may, or
     whoever runs the command line (a system actor); never an agent or support."""
     if actor.agent is not None:
@@ -113,7 +123,7 @@ def may_see_runs(user: Person) -> bool:
     return is_staff(user)
 
 
-def recalls_readable_by(agent: Agent) -> Q:
+def recalls_readable_by(agent: object) -> Q:
     """The recall records an agent may read: its own. Another agent's runs, goals and blocks
     are that agent's working state; support traces every read on the dashboard."""
     return Q(agent=agent)
@@ -124,19 +134,19 @@ def may_see_ledger_in_full(user: Person) -> bool:
     return is_staff(user)
 
 
-def acts_for_person(user: Person, subject: Subject) -> bool:
+def acts_for_person(user: Person, subject: OwnedSubject) -> bool:
     """Whether ``user`` is the person the subject is about, acting for themselves."""
     return (
         role_of(user) is not None and subject.owner_id is not None and subject.owner_id == user.pk
     )
 
 
-def change_needs_reason(user: Person, subject: Subject) -> bool:
+def change_needs_reason(user: Person, subject: OwnedSubject) -> bool:
     """Anyone changing someone else's memory must say why; the person need not."""
     return not acts_for_person(user, subject)
 
 
-def may_withhold(user: Person | None, subject: Subject) -> bool:
+def may_withhold(user: Person | None, subject: OwnedSubject) -> bool:
     """Whether ``user`` may say of a memory "true, but don't use it", or lift that again.
 
     Only the person: it is their choice about how what is true about them is used, and

@@ -33,9 +33,9 @@ from simple_history.template_utils import HistoricalRecordContextHelper
 from ledger import models
 from ledger.choices import ActorRole
 from ledger.dates import when
-from ledger.policy import POLICY_SETTINGS
-from ledger.querysets import MemoryQuerySet
-from ledger.views.presenting import Names
+from ledger.models import MemoryQuerySet
+from ledger.reads.names import Names
+from ledger.rules.write_policy import POLICY_SETTINGS
 
 if TYPE_CHECKING:
     ModelAdmin = admin.ModelAdmin[Any]

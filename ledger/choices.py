@@ -2,10 +2,12 @@
 
 A leaf module: models, querysets, policy and pages all import it, and it imports nothing
 of the project, so none of them needs an import inside a function to reach these names.
-Which status may move to which is not here: that is ``ledger.policy``'s lifecycle table.
+Which status may move to which is not here: that is each lifecycle's table in ``ledger.rules``.
 """
 
 from __future__ import annotations
+
+from enum import StrEnum
 
 from django.db import models
 
@@ -139,3 +141,18 @@ LEDGER_KIND_READINGS = {
     LedgerKind.PROPOSAL: "Proposal: not agreed. Do not act on it as if it were agreed.",
     LedgerKind.COMMITMENT: "Commitment: agreed; a constraint on future actions.",
 }
+
+
+class PersonField(StrEnum):
+    """What a ``PersonChange`` row is about (its ``field``)."""
+
+    PERSON = "person"
+    NAME = "name"
+    ROLE = "role"
+    EMAIL = "email"
+    SUBJECT = "subject"
+    ACCESS = "access"
+    PASSWORD = "password"
+    PASSWORD_LINK = "password_link"
+    # A link recorded as sent that the mail server then refused (after the record was kept).
+    PASSWORD_LINK_FAILED = "password_link_failed"

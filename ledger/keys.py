@@ -33,6 +33,12 @@ def split_key(key: str) -> tuple[str, str] | None:
     return parts[1], parts[2]
 
 
+def key_in_header(header: str) -> str | None:
+    """The key an ``Authorization: Bearer <key>`` header sends; None for any other header."""
+    scheme, _, key = header.partition(" ")
+    return key.strip() if scheme == "Bearer" and key.strip() else None
+
+
 def new_key() -> NewKey:
     prefix = secrets.token_hex(6)
     key = f"{KEY_PREFIX}_{prefix}_{secrets.token_urlsafe(32)}"

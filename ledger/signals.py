@@ -1,6 +1,6 @@
 """Stamp every history row with the actor the write function named, refuse a tracked
 row changed without one, and have the audit's new rows sealed once their transaction
-commits (``audit_chain.seal_after_commit``: by a Celery task, not by the writer).
+commits (``seals.seal_after_commit``: by a Celery task, not by the writer).
 
 A tracked row that reaches ``save()`` or ``delete()`` without an actor was changed
 outside ``ledger.actions``: it is refused before anything is written, so a write that
@@ -15,7 +15,7 @@ from django.db.models.signals import post_save, pre_delete, pre_save
 from django.dispatch import receiver
 from simple_history.signals import post_create_historical_record, pre_create_historical_record
 
-from ledger import audit_chain
+from ledger.actions import seals
 from ledger.models import Erasure, PersonChange, Source, Subject
 
 
@@ -45,7 +45,7 @@ def stamp_actor(sender: Any, instance: Any, history_instance: Any, **kwargs: Any
 @receiver(post_create_historical_record)
 def seal_history(sender: Any, history_instance: Any, **kwargs: Any) -> None:
     using = history_instance._state.db or "default"
-    audit_chain.seal_after_commit(history_instance._meta.db_table, using)
+    seals.seal_after_commit(history_instance._meta.db_table, using)
 
 
 @receiver(post_save, sender=PersonChange)
@@ -53,7 +53,7 @@ def seal_history(sender: Any, history_instance: Any, **kwargs: Any) -> None:
 def seal_record(sender: Any, instance: Any, created: bool, **kwargs: Any) -> None:
     """Changes to people and erasures have no history table: their rows are the record."""
     if created:
-        audit_chain.seal_after_commit(sender._meta.db_table, instance._state.db or "default")
+        seals.seal_after_commit(sender._meta.db_table, instance._state.db or "default")
 
 
 def subject_of(instance: Any) -> int | None:

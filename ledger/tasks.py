@@ -14,8 +14,8 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from ledger import audit_chain
-from ledger.actions import expiry, recall_log, reminders, webhooks
+from ledger.actions import expiry, recall_log, reminders, seals
+from ledger.delivery import webhooks
 
 # Lost connections, deadlocks and mail-server trouble pass; retry soon, a few times, with
 # a short capped backoff rather than a long countdown the broker might redeliver early.
@@ -59,13 +59,13 @@ def send_reminders() -> dict[str, int]:
 def seal_audit() -> dict[str, int]:
     """Seal the history rows no commit's sealer did (it was busy, dropped, or the row
     committed late)."""
-    return {"sealed": audit_chain.seal_pending()}
+    return {"sealed": seals.seal_pending()}
 
 
-@shared_task(name=audit_chain.SEAL_TASK, **RETRY)  # type: ignore[untyped-decorator]
+@shared_task(name=seals.SEAL_TASK, **RETRY)  # type: ignore[untyped-decorator]
 def seal_written(tables: list[str], using: str = "default") -> dict[str, int]:
-    """Seal what the commits that queued this wrote to ``tables`` (``audit_chain.queue_sealer``)."""
-    return {"sealed": audit_chain.seal_written(tables, using=using)}
+    """Seal what the commits that queued this wrote to ``tables`` (``seals.queue_sealer``)."""
+    return {"sealed": seals.seal_written(tables, using=using)}
 
 
 @shared_task(name="ledger.tasks.keep_recall_log", **RETRY)  # type: ignore[untyped-decorator]

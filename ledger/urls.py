@@ -21,10 +21,23 @@ from ledger.views import (
 )
 from ledger.views import ledger as ledger_views
 from ledger.views.audit import audit_export, audit_log
+from ledger.views.change_password import LimitedPasswordChangeView
 from ledger.views.policy_page import policy_page
 from ledger.views.run_page import run_overview
+from ledger.views.set_password import SetPasswordView
 
 urlpatterns = [
+    path(
+        "accounts/password/",
+        LimitedPasswordChangeView.as_view(),
+        name="password_change",
+    ),
+    # The link an admin sends from the People page; it works once.
+    path(
+        "accounts/set-password/<uidb64>/<token>/",
+        SetPasswordView.as_view(),
+        name="password_reset_confirm",
+    ),
     path("", home.home, name="home"),
     path("subjects/<str:ref>/", memories.subject_page, name="subject"),
     path("subjects/<str:ref>/pause/", subjects.subject_pause, name="subject-pause"),

@@ -13,8 +13,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 from django.utils.csp import CSP
 
-from ledger.rates import parse_rate
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -45,16 +43,6 @@ def env_int(name: str, default: int) -> int:
         return int(raw)
     except ValueError:
         raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number.") from None
-
-
-def env_rate(name: str, default: str) -> str:
-    """An API rate limit such as "600/min"; zero or "off" is refused, never a quiet no-limit."""
-    value = os.environ.get(name, default)
-    try:
-        parse_rate(value)
-    except ValueError as problem:
-        raise ImproperlyConfigured(f"{name}: {problem}") from None
-    return value
 
 
 def env_signin_limit(name: str, default: int) -> int:
@@ -345,7 +333,7 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": _REMINDERS_EVERY,
         "options": {"expires": _REMINDERS_EVERY},
     },
-    # The audit chain: seals what no commit's own sealer did (ledger.audit_chain).
+    # The audit chain: seals what no commit's own sealer did (ledger.reads.audit_chain).
     "seal-audit": {
         "task": "ledger.tasks.seal_audit",
         "schedule": _SEAL_EVERY,
@@ -390,7 +378,7 @@ MAILERS = {
     "default": {
         "BACKEND": os.environ.get("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
         if MEMORYADMIN_EMAIL
-        else "ledger.mail.NoEmailBackend",
+        else "ledger.delivery.mail.NoEmailBackend",
         "OPTIONS": _EMAIL_OPTIONS,
     }
 }
@@ -450,8 +438,9 @@ if MEMORYADMIN_WEBHOOK_RETENTION_DAYS < 1:
 
 # Each agent's API requests per period, reads and writes counted apart. On whatever DEBUG
 # is; a deployment may raise them, never switch them off.
-MEMORYADMIN_RATE_READS: str = env_rate("MEMORYADMIN_RATE_READS", "1200/min")
-MEMORYADMIN_RATE_WRITES: str = env_rate("MEMORYADMIN_RATE_WRITES", "600/min")
+# API rate limits such as "600/min", checked when the app starts (``ledger.apps``).
+MEMORYADMIN_RATE_READS: str = os.environ.get("MEMORYADMIN_RATE_READS", "1200/min")
+MEMORYADMIN_RATE_WRITES: str = os.environ.get("MEMORYADMIN_RATE_WRITES", "600/min")
 # Where the limits are counted across web processes; empty: a table in the database.
 REDIS_URL: str = os.environ.get("REDIS_URL", "")
 

@@ -9,9 +9,6 @@ from django.views.decorators.csp import csp_override
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from ledger.views.change_password import LimitedPasswordChangeView
-from ledger.views.set_password import SetPasswordView
-
 
 def favicon(request: HttpRequest) -> HttpResponse:
     """Browsers ask for /favicon.ico whatever a page links (the API docs, a JSON response):
@@ -40,20 +37,9 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path(
-        "accounts/password/",
-        LimitedPasswordChangeView.as_view(),
-        name="password_change",
-    ),
-    path(
         "accounts/password/done/",
         auth_views.PasswordChangeDoneView.as_view(),
         name="password_change_done",
-    ),
-    # The link an admin sends from the People page; it works once.
-    path(
-        "accounts/set-password/<uidb64>/<token>/",
-        SetPasswordView.as_view(),
-        name="password_reset_confirm",
     ),
     path(
         "accounts/set-password/done/",
@@ -61,5 +47,6 @@ urlpatterns = [
         name="password_reset_complete",
     ),
     path("favicon.ico", favicon, name="favicon"),
+    # The dashboard, and the sign-in pages memoryadmin changes (password change and set).
     path("", include("ledger.urls")),
 ]

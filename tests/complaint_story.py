@@ -16,7 +16,7 @@ from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Recall
-from ledger.recall import recall
+from ledger.reads.recall import recall
 
 MARCO = "acct_1f6b0c93d2e84a71"
 WRONG = "Happy to be phoned about deliveries."

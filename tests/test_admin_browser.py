@@ -19,7 +19,7 @@ from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.conftest import sign_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

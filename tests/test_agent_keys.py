@@ -19,12 +19,13 @@ from django.test.utils import CaptureQueriesContext
 from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
-from ledger import policy
 from ledger.actions.agents import create_agent, restrict_agent, revoke_agent, rotate_agent_key
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.keys import split_key
 from ledger.models import Agent, AgentKey
+from ledger.rules.agents import Restriction
+from ledger.rules.refusals import Refusal
 from tests.conftest import sign_in, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -120,7 +121,7 @@ def test_revoked_agent_gets_401_at_once_for_every_key() -> None:
 def test_a_revoked_agent_gets_no_new_key() -> None:
     agent, _ = create_agent(name="crm-assistant", scopes=["read"], actor=CLI)
     revoke_agent(agent=agent, actor=CLI, reason="Retired.")
-    with pytest.raises(policy.Refusal, match="revoked"):
+    with pytest.raises(Refusal, match="revoked"):
         rotate_agent_key(agent=agent, actor=CLI, grace_hours=1, reason="Try again.")
     assert AgentKey.objects.count() == 1
 
@@ -233,7 +234,7 @@ def test_the_list_shows_prefixes_scopes_dates_and_status(admin: Client) -> None:
     restrict_agent(
         agent=paused,
         actor=CLI,
-        restriction=policy.Restriction.WRITES_PAUSED,
+        restriction=Restriction.WRITES_PAUSED,
         on=True,
         reason="Duplicates.",
     )
@@ -364,7 +365,7 @@ def test_a_revoked_agents_page_says_since_when_by_whom_and_why_and_offers_no_for
     restrict_agent(
         agent=agent,
         actor=CLI,
-        restriction=policy.Restriction.QUARANTINED,
+        restriction=Restriction.QUARANTINED,
         on=True,
         reason="Misreads refunds.",
     )

@@ -17,7 +17,8 @@ from rest_framework.test import APIClient
 from ledger.actions.agents import restrict_agent, revoke_agent
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, LedgerEntry, Memory, Source, WriteDecision
-from ledger.policy import Refusal, Restriction
+from ledger.rules.agents import Restriction
+from ledger.rules.refusals import Refusal
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 
 pytestmark = pytest.mark.django_db

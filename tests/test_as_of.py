@@ -17,7 +17,7 @@ from ledger.actions.lifecycle import confirm_memory, correct_memory
 from ledger.actions.recalls import record_recall
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.complaint_story import (
     CORRECTED_AT,
     EVENING,
@@ -130,7 +130,7 @@ def test_an_erased_subject_shows_nothing_of_what_was_erased(
 ) -> None:
     build_story(agent=agent, support=sam, clock=clock)
     story_subject = Memory.objects.filter(statement=RIGHT).get().subject
-    erase_subject(subject=story_subject, actor=Actor.for_user(sam))
+    erase_subject(subject=story_subject, actor=Actor.for_user(sam), requested_by="Marco, by phone")
     at = (START + timedelta(days=2, hours=1)).isoformat()
     page = signed_in(sam).get(URL, {"at": at}).content.decode()
     for statement in (WRONG, EVENING, UNRELATED, RIGHT):

@@ -18,9 +18,9 @@ from django.db import connection, transaction
 from django.db.utils import ProgrammingError
 from django.test.utils import CaptureQueriesContext
 
-from ledger import audit_chain
+from ledger.actions import seals
 from ledger.actions.agents import create_agent
-from ledger.actions.erasure import REASON_REMOVED, erase_subject
+from ledger.actions.erasure import erase_subject
 from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.journal import journal_intent, record_outcome
 from ledger.actions.ledger_entries import record_ledger_entry
@@ -41,6 +41,8 @@ from ledger.models import (
     Source,
     Subject,
 )
+from ledger.models.erasable import REASON_REMOVED
+from ledger.reads import audit_chain
 from ledger.tasks import seal_audit
 from memoryadmin.celery import app
 from tests.conftest import SUBJECT
@@ -97,7 +99,7 @@ def story(remember: Callable[..., Memory], make_person: Callable[..., User], clo
 
 @pytest.fixture
 def sealed(story: Memory) -> Memory:
-    audit_chain.seal_pending(full=True)
+    seals.seal_pending(full=True)
     return story
 
 
@@ -216,7 +218,7 @@ def test_an_erasure_keeps_the_chain_whole(
     )
     record_outcome(agent=agent, idempotency_key="r-1", state="done", effect={"id": "r9"})
     write_note(run=run, agent=agent, key="hint", value="asked twice")
-    audit_chain.seal_pending(full=True)
+    seals.seal_pending(full=True)
     assert "The audit chain follows" in verify()
 
     erase_subject(subject=subject, actor=Actor.system("test"), requested_by="Dana, by phone")
@@ -309,7 +311,7 @@ def test_a_second_erasure_covers_the_rows_written_since_the_first(
     erase_subject(subject=subject, actor=Actor.system("test"))
     clock(WRITTEN + timedelta(days=1))
     later = remember("Moved to Porto.")
-    audit_chain.seal_pending(full=True)
+    seals.seal_pending(full=True)
     clock(WRITTEN + timedelta(days=2))
     erase_subject(subject=subject, actor=Actor.system("test"))
     first = history_rows(later)[0]
@@ -328,7 +330,7 @@ def test_an_erasure_blanks_no_row_dated_after_it(
     subject = Subject.objects.get(ref=SUBJECT)
     clock(WRITTEN + timedelta(hours=1))
     ahead = remember("Moved to Porto.")
-    audit_chain.seal_pending(full=True)
+    seals.seal_pending(full=True)
     clock(WRITTEN)
     erase_subject(subject=subject, actor=Actor.system("test"))
     assert "The audit chain follows" in verify()
@@ -342,7 +344,7 @@ def test_checking_erased_rows_costs_the_same_however_many_erasures_there_are(
     sealed: Memory, clock: Any
 ) -> None:
     def queries_to_verify() -> int:
-        audit_chain.seal_pending(full=True)
+        seals.seal_pending(full=True)
         with CaptureQueriesContext(connection) as queries:
             audit_chain.verify()
         return len(queries)
@@ -363,12 +365,12 @@ def test_a_row_committed_after_a_later_one_was_sealed_is_sealed_next(story: Memo
         [middle.history_id],
     )
     sql(f'DELETE FROM "{MEMORY_HISTORY}" WHERE history_id = %s', [middle.history_id])
-    audit_chain.seal_pending()
+    seals.seal_pending()
     sql(f'INSERT INTO "{MEMORY_HISTORY}" SELECT * FROM late')
     assert not AuditSeal.objects.filter(row_id=middle.history_id, table=MEMORY_HISTORY).exists()
     # A commit's own sealer looks only above the highest sealed row; the beat's looks back.
-    assert audit_chain.seal_batch(audit_chain.chain_for(MEMORY_HISTORY)) == 0
-    assert audit_chain.seal_pending() == 1
+    assert seals.seal_batch(audit_chain.chain_for(MEMORY_HISTORY)) == 0
+    assert seals.seal_pending() == 1
     seal = AuditSeal.objects.get(table=MEMORY_HISTORY, row_id=middle.history_id)
     assert seal.seq == Memory.history.count()
     assert "The audit chain follows" in verify("--no-seal")
@@ -386,10 +388,10 @@ def test_rows_left_unsealed_by_a_stopped_sealer_are_warned_about(story: Memory, 
 def test_a_backlog_is_sealed_batch_by_batch_in_id_order(
     story: Memory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(audit_chain, "SEAL_BATCH", 2)
+    monkeypatch.setattr(seals, "SEAL_BATCH", 2)
     chain = audit_chain.chain_for(MEMORY_HISTORY)
-    assert audit_chain.seal_batch(chain) == 2
-    assert audit_chain.seal_table(chain) == Memory.history.count() - 2
+    assert seals.seal_batch(chain) == 2
+    assert seals.seal_table(chain) == Memory.history.count() - 2
     sealed = AuditSeal.objects.filter(table=MEMORY_HISTORY).order_by("seq")
     assert list(sealed.values_list("row_id", flat=True)) == sorted(
         Memory.history.values_list("history_id", flat=True)
@@ -417,14 +419,14 @@ def test_a_commit_queues_one_sealer_for_every_table_it_wrote_which_seals_them_al
                 ),
             )
     # The writer runs no sealing query: it hands the tables it wrote to one sealer.
-    (sealer,) = [c for c in queued if isinstance(c, audit_chain._SealAfterCommit)]
+    (sealer,) = [c for c in queued if isinstance(c, seals._SealAfterCommit)]
     tracked = {Agent, AgentKey, Subject, Memory, Source}
     assert sealer.tables == {m.history.model._meta.db_table for m in tracked}
     # What the sealer task does, each table: a savepoint, the lock, the last seal, the rows
     # waiting, the seals, a release.
     with django_assert_max_num_queries(6 * len(tracked)):
-        audit_chain.seal_written(sealer.tables)
-    assert not audit_chain._unsealed(audit_chain.chain_for(MEMORY_HISTORY)).exists()
+        seals.seal_written(sealer.tables)
+    assert not audit_chain.unsealed(audit_chain.chain_for(MEMORY_HISTORY)).exists()
 
 
 @pytest.mark.django_db(transaction=True)
@@ -451,7 +453,7 @@ def test_the_beat_seals_every_minute() -> None:
 
 
 def test_the_beat_task_seals_what_is_waiting(story: Memory) -> None:
-    waiting = sum(audit_chain._unsealed(chain).count() for chain in audit_chain.chains())
+    waiting = sum(audit_chain.unsealed(chain).count() for chain in audit_chain.chains())
     assert seal_audit() == {"sealed": waiting}
     assert seal_audit() == {"sealed": 0}
 
@@ -510,10 +512,10 @@ def test_the_application_role_can_still_write_seal_and_erase(
     app_role: str, story: Memory, remember: Callable[..., Memory]
 ) -> None:
     remember("Lives near the harbour.", subject=OTHER)
-    assert audit_chain.seal_pending(full=True) > 0
+    assert seals.seal_pending(full=True) > 0
     erasure = erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
     assert erasure.memories == 2
-    assert audit_chain.seal_pending(full=True) > 0
+    assert seals.seal_pending(full=True) > 0
     assert "The audit chain follows" in verify()
 
 

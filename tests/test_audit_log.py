@@ -21,7 +21,6 @@ from django.urls import reverse
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from ledger import audit, policy
 from ledger.actions.agents import restrict_agent
 from ledger.actions.conflicts import resolve_conflict
 from ledger.actions.expiry import expire_due
@@ -38,6 +37,8 @@ from ledger.actions.webhooks import register_endpoint, rotate_endpoint_secret
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Agent, Conflict, Memory, PersonChange, Subject
+from ledger.reads import audit
+from ledger.rules.agents import Restriction
 from ledger.views import audit as audit_views
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in, signed_in
 
@@ -322,7 +323,7 @@ def test_a_restriction_says_what_changed_and_its_reason_once(
     restrict_agent(
         agent=agent,
         actor=Actor.for_user(people["ada"]),
-        restriction=policy.Restriction.QUARANTINED,
+        restriction=Restriction.QUARANTINED,
         on=True,
         reason="Writes guesses as statements.",
     )

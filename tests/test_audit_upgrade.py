@@ -21,8 +21,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
-from ledger import audit_chain
-from ledger.actions.erasure import ERASABLE, REASON_REMOVED, Erasable, erase_subject
+from ledger.actions.erasure import erase_subject
 from ledger.actions.journal import journal_intent
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import correct_memory
@@ -30,6 +29,8 @@ from ledger.actions.notes import write_note
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Run, Subject
+from ledger.models.erasable import ERASABLE, REASON_REMOVED, Erasable
+from ledger.reads import audit_chain
 from tests.conftest import SUBJECT
 
 BEFORE = [("ledger", "0008_admin_audit_and_keys")]

@@ -1,7 +1,7 @@
-"""`make bench-data` and `make bench` at a tiny scale, so that neither rots: the dataset is
-built, every path is measured over HTTP beside its floor, the sweep in-process and in a
-Celery worker, and the report has a row of numbers for each (in a temporary folder, never
-docs/benchmarks.md)."""
+"""`make bench-data` and `make bench` (``python -m tools.bench data`` and ``run``) at a tiny
+scale, so that neither rots: the dataset is built, every path is measured over HTTP beside
+its floor, the sweep in-process and in a Celery worker, and the report has a row of numbers
+for each (in a temporary folder, never docs/benchmarks.md)."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ledger.models import Memory
-from memoryadmin.bench import report
-from memoryadmin.bench.paths import PATHS
-from memoryadmin.bench.servers import ROOT, Database
 from tests.conftest import TEST_REDIS_URL
+from tools.bench import report
+from tools.bench.commands import Bench, BenchData
+from tools.bench.paths import PATHS
+from tools.bench.servers import ROOT, Database
 
 SCALE = 300
 
@@ -51,8 +52,17 @@ def scratch(django_db_blocker: Any) -> Iterator[Database]:
 
 
 def manage(*args: str, env: dict[str, str]) -> str:
+    return run_python("manage.py", *args, env=env)
+
+
+def bench(*args: str, env: dict[str, str]) -> str:
+    """``python -m tools.bench …`` from the repository's root, as the Makefile runs it."""
+    return run_python("-m", "tools.bench", *args, env=env)
+
+
+def run_python(*args: str, env: dict[str, str]) -> str:
     done = subprocess.run(
-        [sys.executable, "manage.py", *args],
+        [sys.executable, *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -68,7 +78,7 @@ def test_bench_data_then_bench_report_every_path_beside_its_floor(
     scratch: Database, tmp_path: Path
 ) -> None:
     env = {**os.environ, "DATABASE_URL": scratch.url, "DATABASE_POOL": "0", "DEBUG": "1"}
-    built = manage("bench_data", "--scale", str(SCALE), env=env)
+    built = bench("data", "--scale", str(SCALE), env=env)
     assert "Bench agent key (read, write): ma_bench" in built
 
     output = tmp_path / "benchmarks.md"
@@ -79,8 +89,8 @@ def test_bench_data_then_bench_report_every_path_beside_its_floor(
         "SECRET_KEY": "bench-smoke-secret-key-not-for-anything-else-0123456789",
         "MEMORYADMIN_EMAIL": "0",
     }
-    manage(
-        "bench",
+    bench(
+        "run",
         *("--output", str(output), "--redis-url", TEST_REDIS_URL, "--logs", str(tmp_path)),
         *("--rounds", "1", "--batch", "2", "--warmup", "1", "--burst", "4", "--concurrency", "2"),
         # The scratch database goes afterwards: the worker may sweep it, with no copy.
@@ -114,12 +124,12 @@ def test_bench_data_never_replaces_memories_it_did_not_make(
     remember: Callable[..., Memory],
 ) -> None:
     memory = remember("Prefers invoices as PDF attachments.")
-    with pytest.raises(CommandError, match="holds memories that bench_data did not make"):
-        call_command("bench_data", "--scale", "100", "--replace")
+    with pytest.raises(CommandError, match="holds memories that the benchmark did not make"):
+        call_command(BenchData(), "--scale", "100", "--replace")
     assert Memory.objects.filter(pk=memory.pk).exists()
 
 
 @pytest.mark.django_db
 def test_bench_without_a_dataset_says_to_build_one_first() -> None:
     with pytest.raises(CommandError, match="run `make bench-data`"):
-        call_command("bench")
+        call_command(Bench())

@@ -19,12 +19,7 @@ from typing import Any
 import httpx
 import pytest
 from django.core.wsgi import get_wsgi_application
-
-from ledger.actions.agents import create_agent
-from ledger.actions.policy import change_policy
-from ledger.actions.subjects import set_memory_paused
-from ledger.actors import Actor
-from ledger.client import (
+from memoryadmin_client import (
     AuthenticationFailed,
     BadRequest,
     ConnectionFailed,
@@ -38,6 +33,11 @@ from ledger.client import (
     StaleVersion,
     SystemOfRecord,
 )
+
+from ledger.actions.agents import create_agent
+from ledger.actions.policy import change_policy
+from ledger.actions.subjects import set_memory_paused
+from ledger.actors import Actor
 from ledger.models import IdempotencyRecord, JournalEntry, LedgerEntry, Memory, Recall, Subject
 from tests.test_snapshot_checks import DOCUMENT
 
@@ -488,7 +488,7 @@ def test_a_dropped_connection_is_retried(key: str) -> None:
 
 def test_the_client_imports_without_django() -> None:
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    probe = "import sys, ledger.client; print('django' in sys.modules)"
+    probe = "import sys, memoryadmin_client; print('django' in sys.modules)"
     result = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True
     )

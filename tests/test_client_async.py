@@ -7,8 +7,7 @@ import inspect
 from typing import Any
 
 import pytest
-
-from ledger.client import (
+from memoryadmin_client import (
     AsyncMemoryClient,
     BadRequest,
     MemoryClient,
@@ -17,6 +16,7 @@ from ledger.client import (
     StaleVersion,
     SystemOfRecord,
 )
+
 from ledger.models import Memory
 from ledger.models import Recall as RecallRecord
 from tests.test_client import SOURCE, SUBJECT, Proxy, key, proxy

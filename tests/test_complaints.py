@@ -16,7 +16,7 @@ from ledger.actions.lifecycle import confirm_memory
 from ledger.actions.recalls import record_recall
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.complaint_story import EVENING, MARCO, START, UNRELATED, WRONG, build_story
 from tests.conftest import signed_in
 

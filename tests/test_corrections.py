@@ -16,8 +16,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from ledger import audit
-from ledger import corrections as correction_reads
 from ledger.actions.agents import restrict_agent
 from ledger.actions.erasure import erase_subject
 from ledger.actions.lifecycle import correct_memory
@@ -26,8 +24,11 @@ from ledger.actions.reverts import revert_correction
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Source, Subject
-from ledger.policy import Refusal, Restriction
-from ledger.recall import recall
+from ledger.reads import audit
+from ledger.reads import corrections as correction_reads
+from ledger.reads.recall import recall
+from ledger.rules.agents import Restriction
+from ledger.rules.refusals import Refusal
 from ledger.views import corrections as corrections_view
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in, signed_in
 

@@ -19,7 +19,7 @@ from ledger.actions.sources import SourceInput
 from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.models import Erasure, LedgerEntry, Memory, Run, Subject
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.conftest import PASSWORD, SUBJECT, VALID_BODY, agent_client, body
 
 # Each secret goes into a different place; none may survive the erasure.

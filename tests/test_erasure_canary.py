@@ -17,12 +17,13 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from ledger.actions.policy import change_policy
+from ledger.actions.seals import seal_pending
 from ledger.actions.subjects import set_display_name
 from ledger.actions.webhooks import register_endpoint
 from ledger.actors import Actor
-from ledger.audit_chain import seal_pending, verify
 from ledger.models import Conflict, Erasure, JournalEntry, Memory, Policy, Run, Subject
-from ledger.webhooks import Event
+from ledger.reads.audit_chain import verify
+from ledger.rules.webhooks import Event
 from tests.conftest import PASSWORD, SUBJECT, agent_client, body, signed_in
 from tests.test_snapshot_checks import DOCUMENT
 

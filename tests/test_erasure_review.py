@@ -27,7 +27,7 @@ from ledger.models import (
     Subject,
     WriteDecision,
 )
-from ledger.policy import Refusal
+from ledger.rules.refusals import Refusal
 from ledger.views import corrections as view
 from tests import test_erasure
 from tests.conftest import signed_in

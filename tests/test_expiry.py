@@ -17,7 +17,7 @@ from django.db.models import Count
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from ledger import audit_chain
+from ledger.actions import seals
 from ledger.actions._tracking import save_tracked
 from ledger.actions.expiry import expire_due as expire_now
 from ledger.actions.ledger_entries import record_ledger_entry
@@ -26,6 +26,7 @@ from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
+from ledger.reads import audit_chain
 from ledger.tasks import expire_due
 from memoryadmin.celery import app
 from tests.conftest import SUBJECT
@@ -150,7 +151,7 @@ def test_run_that_reaches_its_batch_limit_queues_the_rest_on_commit(
     assert first == {"memories": 4, "ledger_entries": 0, "finished": False}
     # The follow-up ran when the (test's) transaction committed, and itself queued one more
     # (besides the audit's sealing of the history rows the expiry wrote).
-    follow_ups = [c for c in queued if not isinstance(c, audit_chain._SealAfterCommit)]
+    follow_ups = [c for c in queued if not isinstance(c, seals._SealAfterCommit)]
     assert len(follow_ups) == 2
     assert Memory.objects.filter(pk__in=[m.pk for m in memories], status="expired").count() == 7
     assert all(by_expiry(m) == 1 for m in memories)
@@ -354,7 +355,7 @@ def test_the_audit_chain_follows_after_a_sweep(
     clock(WRITTEN + timedelta(days=2))
     expire_now()
     # What the sealer a commit queues does, then the whole check verify_audit makes.
-    assert audit_chain.seal_pending(full=True) >= len(memories)
+    assert seals.seal_pending(full=True) >= len(memories)
     checks = audit_chain.verify()
     assert [check.finding for check in checks] == [None] * len(checks)
     assert all(check.unsealed == 0 for check in checks)

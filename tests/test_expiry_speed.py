@@ -26,9 +26,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from ledger import audit_chain
+from ledger.actions import seals
 from ledger.actions.expiry import expire_due
 from ledger.models import Memory, Subject
+from ledger.reads import audit_chain
 
 ROWS = int(os.environ.get("EXPIRY_SPEED_ROWS", "0"))
 ROUNDS = int(os.environ.get("EXPIRY_SPEED_ROUNDS", "3"))
@@ -175,5 +176,5 @@ def test_sweep_beside_its_floor() -> None:
     for statement, seconds in spent.most_common():
         print(f"  {seconds / sum(timings['sweep']):4.0%} of the sweep in {statement} …")
     assert Memory.history.filter(history_actor="system:expiry").count() == ROWS
-    audit_chain.seal_pending(full=True)
+    seals.seal_pending(full=True)
     assert all(check.finding is None for check in audit_chain.verify())

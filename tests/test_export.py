@@ -20,10 +20,10 @@ from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
-from ledger.export_schema import EXPORT_SCHEMA, WHO
-from ledger.exports import FORMAT
 from ledger.models import Conflict, Subject
-from ledger.recall import recall
+from ledger.reads.export_schema import EXPORT_SCHEMA, WHO
+from ledger.reads.exports import FORMAT
+from ledger.reads.recall import recall
 from tests.conftest import PASSWORD, SUBJECT, signed_in
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -147,7 +147,11 @@ def rich(make_person, remember, agent) -> dict[str, Any]:
     remember("Lives in Ghent.", key="home.city")
     lisbon = remember("Lives in Lisbon.", key="home.city")
     porto = resolve_conflict(
-        conflict=open_conflict("home.city"), actor=sam, keep=lisbon, statement="Lives in Porto."
+        conflict=open_conflict("home.city"),
+        actor=sam,
+        keep=lisbon,
+        statement="Lives in Porto.",
+        reason="Moved, said on the phone.",
     )
     remember("Works mornings.", key="work.hours")
     remember("Works evenings.", key="work.hours")

@@ -1,9 +1,13 @@
-"""A newcomer's first hour: `make run`, then every shell block of the README as written.
+"""A newcomer's first hour: `make run`, then every shell block and Python snippet of the
+README and of docs/ as written.
 
 `make run` starts for real (web server, Celery worker and beat on the embedded SQLite
-database and folder broker, in a scratch folder), the README's commands run against it in
-one shell as a reader would type them, then each of its Python snippets in the project's
-Python, and Ctrl-C must stop everything quietly.
+database and folder broker, in a scratch folder). Then each page is read as a reader would
+read it, the README first, then docs/*.md in alphabetical order: its shell blocks and Python
+snippets run in the order they come, in one bash shell per page (a page's blocks share its
+shell variables, never another page's), each Python snippet pasted into the project's
+Python. A failure names the page, the block's number and its line. Ctrl-C must then stop
+everything quietly.
 """
 
 from __future__ import annotations
@@ -18,17 +22,77 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
-SHELL_BLOCKS = re.findall(r"^```(?:sh|bash|shell)\n(.*?)^```", README, re.S | re.M)
-# The two commands themselves: `make test` is what runs this, and `make run` is started below.
-TWO_COMMANDS = [block for block in SHELL_BLOCKS if block.startswith("make run")]
-README_COMMANDS = [block for block in SHELL_BLOCKS if block not in TWO_COMMANDS]
-PYTHON_SNIPPETS = re.findall(r"^```python\n(.*?)^```", README, re.S | re.M)
+# The README first, then every page of docs/ in a fixed order: alphabetical.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+SHELL = {"sh", "bash", "shell"}
+PYTHON = {"python", "py", "python3"}
+# Fences for a terminal transcript: commands in them would go untested, so none are used.
+TRANSCRIPTS = {"console", "shell-session", "sh-session", "terminal", "pycon", "zsh"}
+FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 # A failed HTTP call fails the block, as a reader would notice from the error it prints.
 CURL_FAILS_ON_ERRORS = 'curl() { command curl --fail-with-body --show-error "$@"; }\n'
+SNIPPET_END = "MEMORYADMIN_SNIPPET_END"
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str  # relative to the repository, e.g. "docs/ledger.md"
+    line: int  # the line of its opening fence
+    language: str
+    text: str
+
+    @property
+    def runs(self) -> bool:
+        return self.language in SHELL | PYTHON
+
+    def script(self) -> str:
+        if self.language in PYTHON:
+            assert SNIPPET_END not in self.text
+            return f".venv/bin/python - <<'{SNIPPET_END}'\n{self.text}{SNIPPET_END}\n"
+        return self.text
+
+
+def fenced_blocks(path: Path) -> list[Block]:
+    """Every fenced block of a Markdown page, indented ones (in a list) included."""
+    blocks: list[Block] = []
+    lines = path.read_text().splitlines()
+    number = 0
+    while number < len(lines):
+        opening = FENCE.match(lines[number])
+        number += 1
+        if not opening:
+            continue
+        indent, fence = len(opening["indent"]), opening["fence"]
+        start, body = number, []
+        while number < len(lines):
+            closing = FENCE.match(lines[number])
+            number += 1
+            if closing and closing["fence"].startswith(fence) and not closing["info"].strip():
+                break
+            line = lines[number - 1]
+            # A block in a list item is indented with it: the reader copies it without.
+            body.append(line[indent:] if line[:indent].strip() == "" else line.lstrip())
+        language = (opening["info"].split() or [""])[0].lower()
+        text = "".join(f"{line}\n" for line in body)
+        blocks.append(Block(str(path.relative_to(ROOT)), start, language, text))
+    return blocks
+
+
+BLOCKS = {str(page.relative_to(ROOT)): fenced_blocks(page) for page in PAGES}
+# The two commands themselves: `make test` is what runs this, and `make run` is started below.
+TWO_COMMANDS = [
+    block
+    for block in BLOCKS["README.md"]
+    if block.language in SHELL and block.text.startswith("make run")
+]
+TO_RUN = {
+    page: [block for block in blocks if block.runs and block not in TWO_COMMANDS]
+    for page, blocks in BLOCKS.items()
+}
 
 
 def free_port() -> int:
@@ -64,12 +128,74 @@ def processes_started_with(marker: str) -> list[int]:
     return found
 
 
+def marker(page: str, number: int, block: Block) -> str:
+    kind = "Python snippet" if block.language in PYTHON else "shell block"
+    return f"--- {page} block {number} ({kind}, line {block.line})"
+
+
+def run_page(page: str, port: int, env: dict[str, str]) -> tuple[str, str | None]:
+    """Run a page's blocks in order in one bash shell, as a reader types them. Returns
+    what it printed, and what failed (the page, block number and line), or None."""
+    blocks = TO_RUN[page]
+    script = CURL_FAILS_ON_ERRORS + "".join(
+        f"echo '{marker(page, number, block)}'\n{block.script()}"
+        for number, block in enumerate(blocks, 1)
+    )
+    try:
+        ran = subprocess.run(
+            [
+                "bash",
+                "-euo",
+                "pipefail",
+                "-c",
+                script.replace("127.0.0.1:8000", f"127.0.0.1:{port}"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=300,
+        )
+        said, failed = ran.stdout.decode(errors="replace"), ran.returncode != 0
+    except subprocess.TimeoutExpired as timeout:
+        said, failed = (timeout.stdout or b"").decode(errors="replace") + "\n(timed out)", True
+    started = [
+        number for number, block in enumerate(blocks, 1) if marker(page, number, block) in said
+    ]
+    if not failed:
+        assert len(started) == len(blocks), said
+        return said, None
+    number = started[-1] if started else 1
+    block = blocks[number - 1]
+    tail = said[said.find(marker(page, number, block)) :][-4000:]
+    return said, f"{marker(page, number, block)[4:]} failed:\n{block.text}\n{tail}"
+
+
 def test_the_readme_has_its_two_commands_and_more_to_run() -> None:
-    assert len(TWO_COMMANDS) == 1 and "make test" in TWO_COMMANDS[0]
-    assert len(README_COMMANDS) >= 5
+    assert len(TWO_COMMANDS) == 1 and "make test" in TWO_COMMANDS[0].text
+    # Besides them the README runs the example agent; the rest is in docs/, every page run.
+    assert len(TO_RUN["README.md"]) >= 1
+    everything = [block for blocks in TO_RUN.values() for block in blocks]
+    assert sum(block.language in SHELL for block in everything) >= 30
+    assert sum(block.language in PYTHON for block in everything) >= 8
+    assert {"docs/api.md", "docs/ledger.md", "docs/client.md"} <= {
+        page for page, blocks in TO_RUN.items() if blocks
+    }
 
 
-def test_make_run_then_every_readme_command_then_ctrl_c(tmp_path: Path) -> None:
+def test_every_command_on_the_pages_is_in_a_block_that_runs() -> None:
+    for page, blocks in BLOCKS.items():
+        for block in blocks:
+            where = f"{page}, line {block.line}"
+            assert block.language not in TRANSCRIPTS, (
+                f"{where}: a ```{block.language} block is never run: make it ```sh (output in a "
+                "```text block after it), or ```text if it is not a command to run here"
+            )
+            # The project's Python is .venv/bin/python: a bare `python` has no Django.
+            assert not re.search(r"(?<![\w/.])python3? manage\.py", block.text), where
+
+
+def test_make_run_then_every_command_of_the_pages_then_ctrl_c(tmp_path: Path) -> None:
     port = free_port()
     log = tmp_path / "make-run.log"
     scratch = str(tmp_path)
@@ -103,45 +229,16 @@ def test_make_run_then_every_readme_command_then_ctrl_c(tmp_path: Path) -> None:
         wait_for(lambda: f"{base}/reminders/" in log.read_text(), 90, "A reminder e-mail went", log)
         assert "Reminder digest sent to person #" in log.read_text()
 
-        script = CURL_FAILS_ON_ERRORS + "".join(
-            f"echo '--- README block {number}'\n{block}"
-            for number, block in enumerate(README_COMMANDS, 1)
-        )
-        ran = subprocess.run(
-            [
-                "bash",
-                "-euo",
-                "pipefail",
-                "-c",
-                script.replace("127.0.0.1:8000", f"127.0.0.1:{port}"),
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert ran.returncode == 0, f"A README command failed:\n{ran.stdout}\n{ran.stderr}"
-        assert ran.stdout.count("--- README block") == len(README_COMMANDS)
+        said, failures = "", []
+        for page, blocks in TO_RUN.items():
+            if blocks:
+                printed, failure = run_page(page, port, env)
+                said += printed
+                failures += [failure] if failure else []
+        assert not failures, "\n\n".join(failures)
         # The commands ran without DEBUG or SECRET_KEY: the install made its own key.
         assert (tmp_path / ".secret_key").stat().st_mode & 0o777 == 0o600
-        assert '"outcome": "accepted"' in ran.stdout or '"outcome":"accepted"' in ran.stdout
-
-        # A reader pastes each Python snippet into the project's Python, in order.
-        for number, snippet in enumerate(PYTHON_SNIPPETS, 1):
-            pasted = subprocess.run(
-                [str(ROOT / ".venv" / "bin" / "python"), "-"],
-                input=snippet.replace("127.0.0.1:8000", f"127.0.0.1:{port}"),
-                cwd=ROOT,
-                env=env,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            assert pasted.returncode == 0, (
-                f"README Python snippet {number} failed:\n{snippet}\n"
-                f"{pasted.stdout}\n{pasted.stderr}"
-            )
+        assert '"outcome": "accepted"' in said or '"outcome":"accepted"' in said
     finally:
         # Ctrl-C in the terminal: the signal reaches make and the runner it started.
         os.killpg(make_run.pid, signal.SIGINT)

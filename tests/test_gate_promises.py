@@ -16,7 +16,7 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from ledger import policy
+import ledger
 from ledger.actions.agents import restrict_agent
 from ledger.actions.lifecycle import retract_memory
 from ledger.actions.policy import change_policy
@@ -32,6 +32,12 @@ from ledger.models import (
     Subject,
     WriteDecision,
 )
+from ledger.rules.agents import Restriction
+from ledger.rules.gate import needs_corroboration, repeat_activates
+from ledger.rules.memories import MEMORY_REFUSAL_CODES
+from ledger.rules.refusals import Refusal
+from ledger.rules.retries import REFUSAL_ON_RETRY, answer_is_replayed
+from ledger.rules.text import normalize_statement
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -77,7 +83,7 @@ def test_a_write_refused_while_an_admin_paused_the_agent_goes_through_once_lifte
     restrict_agent(
         agent=agent,
         actor=ADMIN,
-        restriction=policy.Restriction.WRITES_PAUSED,
+        restriction=Restriction.WRITES_PAUSED,
         on=True,
         reason="Looping on one customer.",
     )
@@ -87,7 +93,7 @@ def test_a_write_refused_while_an_admin_paused_the_agent_goes_through_once_lifte
     restrict_agent(
         agent=agent,
         actor=ADMIN,
-        restriction=policy.Restriction.WRITES_PAUSED,
+        restriction=Restriction.WRITES_PAUSED,
         on=False,
         reason="Fixed.",
     )
@@ -164,7 +170,7 @@ def test_a_write_to_a_system_of_record_key_is_written_when_retried_after_the_key
     ],
 )
 def test_which_answers_a_retry_gets_again(status: int, code: str, replayed: bool) -> None:
-    assert policy.answer_is_replayed(status, code) is replayed
+    assert answer_is_replayed(status, code) is replayed
 
 
 # Independent means independent.
@@ -240,10 +246,10 @@ def test_a_guess_waits_until_enough_different_agents_wrote_it(
     agents: int, required: int, waits: bool
 ) -> None:
     rules = Policy(inferred_sources_required=required)
-    assert policy.needs_corroboration(rules, basis="inferred", agents=agents) is waits
-    assert policy.repeat_activates(rules, basis="inferred", agents=agents) is not waits
-    assert not policy.needs_corroboration(rules, basis="stated", agents=1)
-    assert not policy.repeat_activates(rules, basis="stated", agents=agents)
+    assert needs_corroboration(rules, basis="inferred", agents=agents) is waits
+    assert repeat_activates(rules, basis="inferred", agents=agents) is not waits
+    assert not needs_corroboration(rules, basis="stated", agents=1)
+    assert not repeat_activates(rules, basis="stated", agents=agents)
 
 
 # A correction keeps the no-duplicates rule.
@@ -272,7 +278,7 @@ def two_memories(remember: Callable[..., Memory], **x_fields: Any) -> tuple[Memo
 
 
 def live_with_x_words() -> list[Memory]:
-    return list(Memory.objects.live().filter(normalized=policy.normalize_statement(X_WORDS)))
+    return list(Memory.objects.live().filter(normalized=normalize_statement(X_WORDS)))
 
 
 def test_an_agents_correction_to_a_live_memorys_words_merges_into_it(api: APIClient) -> None:
@@ -356,7 +362,7 @@ def test_a_merged_correction_is_not_offered_as_a_revert_and_the_kept_one_is_refu
     dana.post(reverse("memory-edit", args=[y.pk]), {"statement": X_WORDS, "reason": ""})
     assert not Memory.objects.corrections().exists()
     admin = make_person("ada", role="admin")
-    with pytest.raises(policy.Refusal) as refused:
+    with pytest.raises(Refusal) as refused:
         revert_correction(memory=x, actor=Actor.for_user(admin), reason="Undo it.")
     assert refused.value.status == 409
     assert [m.pk for m in live_with_x_words()] == [x.pk]
@@ -371,7 +377,7 @@ def test_a_revert_that_would_bring_back_words_live_again_elsewhere_is_refused(
     # An agent writes the corrected-away words again: they are live in a new memory.
     again = remember(X_WORDS, key="contact.channel")
     admin = make_person("ada", role="admin")
-    with pytest.raises(policy.Refusal) as refused:
+    with pytest.raises(Refusal) as refused:
         revert_correction(memory=correction, actor=Actor.for_user(admin), reason="Undo it.")
     assert refused.value.code == "words_already_live"
     assert str(again.pk) in refused.value.detail
@@ -395,16 +401,18 @@ def test_the_audit_shows_a_merged_correction_on_both_memories_with_who_and_why(
 
 def _refusal_codes() -> set[str]:
     """Every code a write function or the API can refuse with, read from the source."""
-    root = Path(policy.__file__).parent
-    files = [root / "policy.py", *(root / "actions").glob("*.py"), *(root / "api").glob("*.py")]
+    root = Path(ledger.__file__).parent
+    files = [
+        file for folder in ("rules", "actions", "api") for file in (root / folder).glob("*.py")
+    ]
     raised = re.compile(r'Refusal\(\s*"([a-z_]+)"')
     codes = {code for file in files for code in raised.findall(file.read_text())}
-    codes |= {code for code, _participle in policy._MEMORY_REFUSALS.values()}
+    codes |= set(MEMORY_REFUSAL_CODES)
     codes |= {f"ledger_entry_{status}" for status in LedgerEntry.Status}
-    return codes | {restriction.code for restriction in policy.Restriction}
+    return codes | {restriction.code for restriction in Restriction}
 
 
 def test_every_refusal_says_whether_a_retry_gets_it_again() -> None:
-    unclassified = _refusal_codes() - set(policy.REFUSAL_ON_RETRY)
-    assert not unclassified, f"classify in policy.REFUSAL_ON_RETRY: {sorted(unclassified)}"
+    unclassified = _refusal_codes() - set(REFUSAL_ON_RETRY)
+    assert not unclassified, f"classify in REFUSAL_ON_RETRY: {sorted(unclassified)}"
     assert len(_refusal_codes()) > 60

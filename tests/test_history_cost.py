@@ -18,7 +18,7 @@ from ledger.actions.lifecycle import withhold_memory
 from ledger.actions.recalls import record_recall
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from ledger.views import history
 from tests.conftest import SUBJECT, signed_in
 

@@ -25,7 +25,7 @@ from ledger.actions.agents import create_agent, restrict_agent
 from ledger.actors import Actor
 from ledger.api.throttling import RateLimited, charge
 from ledger.models import Memory, RateCounter, Source, Subject, WriteDecision
-from ledger.policy import Restriction
+from ledger.rules.agents import Restriction
 from memoryadmin.celery import app
 from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
 

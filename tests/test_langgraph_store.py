@@ -20,13 +20,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from langgraph.graph import END, START, StateGraph
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, Item, PutOp, SearchOp
-
-from ledger.actions.agents import create_agent
-from ledger.actions.subjects import set_memory_paused
-from ledger.actors import Actor
-from ledger.api.fields import REF_PATTERN
-from ledger.client import MemoryClient, MemoryPaused, SystemOfRecord
-from ledger.integrations.langgraph import (
+from memoryadmin_client import MemoryClient, MemoryPaused, SystemOfRecord
+from memoryadmin_client.langgraph import (
     SLOT_KEY,
     SUBJECT_REF,
     MemoryAdminStore,
@@ -35,8 +30,13 @@ from ledger.integrations.langgraph import (
     NotASubject,
     SlotInConflict,
 )
+
+from ledger.actions.agents import create_agent
+from ledger.actions.subjects import set_memory_paused
+from ledger.actors import Actor
+from ledger.api.fields import REF_PATTERN
 from ledger.models import Memory, Recall, Subject
-from ledger.policy import KEY_PATTERN
+from ledger.rules.text import KEY_PATTERN
 from tests.test_client import Proxy
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -225,7 +225,7 @@ def test_subject_of_chooses_the_label_that_names_the_subject(
 
 def test_the_store_imports_nothing_of_django() -> None:
     # An agent's process has the client and LangGraph, no Django settings.
-    script = "import sys, ledger.integrations.langgraph; print('django' in sys.modules)"
+    script = "import sys, memoryadmin_client.langgraph; print('django' in sys.modules)"
     ran = subprocess.run(
         [sys.executable, "-c", script],
         capture_output=True,

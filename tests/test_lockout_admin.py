@@ -19,7 +19,9 @@ from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from ledger import lockouts, policy
+from ledger.reads import lockouts
+from ledger.rules.people import refuse_nothing_to_lift
+from ledger.rules.refusals import Refusal
 from tests.conftest import PASSWORD, signed_in
 from tests.test_signin_lockout import START, browser, sign_in
 
@@ -135,14 +137,14 @@ def test_a_lockout_that_has_ended_is_not_lifted_or_recorded(
 def test_nothing_to_lift_is_a_policy_refusal_naming_whose(name: str) -> None:
     # Decided in policy, with the other rules about a person's moves; the lockouts are read
     # elsewhere and handed to it.
-    with pytest.raises(policy.Refusal) as refused:
-        policy.refuse_nothing_to_lift(None, name=name)
+    with pytest.raises(Refusal) as refused:
+        refuse_nothing_to_lift(None, name=name)
     assert (refused.value.code, refused.value.status) == ("not_locked_out", 409)
     assert str(refused.value.detail) == (
         f"{name} is not locked out of sign-in (any more): nothing was lifted."
     )
     found = lockouts.Lockout("dana", "", 5, START)
-    assert policy.refuse_nothing_to_lift(found, name=name) is found
+    assert refuse_nothing_to_lift(found, name=name) is found
 
 
 def test_a_locked_out_address_is_listed_and_lifted_with_a_reason(

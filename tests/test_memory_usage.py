@@ -13,7 +13,7 @@ from django.urls import reverse
 
 from ledger.actions.recalls import record_recall
 from ledger.models import Agent, Memory, Subject
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from ledger.views.cards import CONVERSATIONS_SHOWN
 from tests.conftest import SUBJECT, agent_client, signed_in
 

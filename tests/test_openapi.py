@@ -31,11 +31,11 @@ from schemathesis import GenerationMode
 from schemathesis.core.failures import FailureGroup
 
 import ledger.api
-from ledger import policy
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
 from ledger.models import Policy
-from ledger.policy import forbidden_character, forbidden_in_excerpt
+from ledger.rules.refusals import Refusal
+from ledger.rules.text import forbidden_character, forbidden_in_excerpt
 from tests.conftest import SUBJECT, VALID_BODY
 from tests.test_snapshots_api import snapshot_body
 
@@ -341,7 +341,7 @@ def _status(call: ast.Call, names: dict[str, Any]) -> int:
     return value
 
 
-def _subclass_status(refusal: type[policy.Refusal]) -> int:
+def _subclass_status(refusal: type[Refusal]) -> int:
     init = refusal.__init__
     (call,) = [c for c in _calls(init) if ast.unparse(c.func) == "super().__init__"]
     return _status(call, init.__globals__)
@@ -366,9 +366,9 @@ def _refusal_statuses(function: Any, seen: set[Any]) -> set[int]:
             module = names.get(call.func.value.id)
             if isinstance(module, types.ModuleType):
                 callee = getattr(module, call.func.attr, None)
-        if callee is policy.Refusal:
+        if callee is Refusal:
             found.add(_status(call, names))
-        elif isinstance(callee, type) and issubclass(callee, policy.Refusal):
+        elif isinstance(callee, type) and issubclass(callee, Refusal):
             found.add(_subclass_status(callee))
         elif callee is not None:
             found |= _refusal_statuses(callee, seen)

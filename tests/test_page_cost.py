@@ -31,7 +31,7 @@ from ledger.actions.sources import SourceInput
 from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Subject, WriteDecision
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from ledger.views import memories, queues, search
 from tests.conftest import SUBJECT, signed_in
 

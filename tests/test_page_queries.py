@@ -28,7 +28,7 @@ from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.conftest import SUBJECT, signed_in
 from tests.test_snapshot_checks import DOCUMENT
 

@@ -15,7 +15,7 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from ledger.models import LedgerEntry, Memory, WriteDecision
-from ledger.poison import Category, finding
+from ledger.rules.poison import Category, finding
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 
 pytestmark = pytest.mark.django_db

@@ -16,12 +16,12 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from playwright.sync_api import expect
 
-from ledger import policy
 from ledger.actions.policy import change_policy
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Memory, Policy
-from ledger.policy import POLICY_SETTINGS, Refusal
+from ledger.rules.refusals import Refusal
+from ledger.rules.write_policy import POLICY_SETTINGS, PolicyRefusal
 from tests.conftest import sign_in, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -292,7 +292,7 @@ def test_change_policy_refuses_out_of_bounds_values_naming_the_setting(
     changes: dict[str, Any], named: str
 ) -> None:
     before = snapshot()
-    with pytest.raises(policy.PolicyRefusal) as refused:
+    with pytest.raises(PolicyRefusal) as refused:
         change_policy(actor=ADMIN, reason="test", **changes)
     assert refused.value.code == "policy_out_of_bounds"
     assert refused.value.status == 400

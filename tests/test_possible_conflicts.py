@@ -19,14 +19,15 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from ledger import policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
-from ledger.contradictions import contradiction
 from ledger.models import Conflict, LedgerEntry, Memory, Subject, WriteDecision
-from ledger.recall import ConflictGroup, open_conflicts, render_block
+from ledger.reads.recall import ConflictGroup, open_conflicts, render_block
+from ledger.rules.conflicts import ConflictMove, allows_conflict_move, refuse_conflict_move
+from ledger.rules.contradictions import contradiction
+from ledger.rules.refusals import Refusal
 from tests.conftest import SUBJECT, body, signed_in
 
 PAIRS = Path(__file__).parent / "data" / "contradiction_pairs.csv"
@@ -452,23 +453,23 @@ def test_a_correction_into_words_against_a_commitment_opens_a_possible_conflict(
 @pytest.mark.parametrize(
     ("move", "possible", "has_commitment", "code"),
     [
-        (policy.ConflictMove.KEEP_MEMORY, False, False, None),
-        (policy.ConflictMove.KEEP_MEMORY, True, False, None),
-        (policy.ConflictMove.KEEP_MEMORY, True, True, "commitment_stands"),
-        (policy.ConflictMove.KEEP_COMMITMENT, True, True, None),
-        (policy.ConflictMove.KEEP_COMMITMENT, True, False, "no_commitment"),
-        (policy.ConflictMove.KEEP_COMMITMENT, False, False, "no_commitment"),
-        (policy.ConflictMove.DISMISS, True, False, None),
-        (policy.ConflictMove.DISMISS, True, True, None),
-        (policy.ConflictMove.DISMISS, False, False, "not_possible"),
+        (ConflictMove.KEEP_MEMORY, False, False, None),
+        (ConflictMove.KEEP_MEMORY, True, False, None),
+        (ConflictMove.KEEP_MEMORY, True, True, "commitment_stands"),
+        (ConflictMove.KEEP_COMMITMENT, True, True, None),
+        (ConflictMove.KEEP_COMMITMENT, True, False, "no_commitment"),
+        (ConflictMove.KEEP_COMMITMENT, False, False, "no_commitment"),
+        (ConflictMove.DISMISS, True, False, None),
+        (ConflictMove.DISMISS, True, True, None),
+        (ConflictMove.DISMISS, False, False, "not_possible"),
     ],
 )
 def test_how_a_conflict_may_be_settled(
-    move: policy.ConflictMove, possible: bool, has_commitment: bool, code: str | None
+    move: ConflictMove, possible: bool, has_commitment: bool, code: str | None
 ) -> None:
-    allowed = policy.allows_conflict_move(move, possible=possible, has_commitment=has_commitment)
+    allowed = allows_conflict_move(move, possible=possible, has_commitment=has_commitment)
     assert allowed is (code is None)
     if code is not None:
-        with pytest.raises(policy.Refusal) as refused:
-            policy.refuse_conflict_move(move, possible=possible, has_commitment=has_commitment)
+        with pytest.raises(Refusal) as refused:
+            refuse_conflict_move(move, possible=possible, has_commitment=has_commitment)
         assert refused.value.code == code

@@ -18,7 +18,7 @@ from django.core import mail
 from django.core.mail import EmailMessage
 from django.test import Client
 
-from ledger.mail import NoEmailBackend
+from ledger.delivery.mail import NoEmailBackend
 from ledger.models import Memory
 from ledger.tasks import send_reminders
 from tests.conftest import SUBJECT, signed_in

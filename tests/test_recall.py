@@ -20,7 +20,7 @@ from ledger.actions.policy import change_policy
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Recall, RecallItem, Run, Subject
-from ledger.recall import goal_terms, plain_ranking
+from ledger.reads.recall import goal_terms, plain_ranking
 from tests.conftest import SUBJECT, agent_client
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from ledger.actions.lifecycle import confirm_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Memory, Subject
-from ledger.recall import QUOTE, STANDING_INSTRUCTION, ConflictGroup, one_line, render_block
+from ledger.reads.recall import QUOTE, STANDING_INSTRUCTION, ConflictGroup, one_line, render_block
 from tests.conftest import SUBJECT
 
 pytestmark = pytest.mark.django_db

@@ -20,12 +20,12 @@ from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
-from ledger import recall_log
 from ledger.actions.recall_log import keep_recall_log
 from ledger.actions.recalls import record_recall
 from ledger.models import Agent, Memory, Recall, RecallItem
-from ledger.recall import recall
-from ledger.recall_log import ITEMS, RECALLS, Month
+from ledger.reads import recall_log
+from ledger.reads.recall import recall
+from ledger.reads.recall_log import ITEMS, RECALLS, Month
 from tests.conftest import SUBJECT, signed_in
 from tests.test_audit_chain import grants
 from tests.test_audit_upgrade import migrate

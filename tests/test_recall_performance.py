@@ -17,7 +17,7 @@ from ledger.actions.imports import import_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Memory, Policy, Subject
-from ledger.recall import SEARCH_CONFIG, recall, recent_queryset, search_queryset
+from ledger.reads.recall import SEARCH_CONFIG, recall, recent_queryset, search_queryset
 from tests.conftest import SUBJECT
 
 pytestmark = pytest.mark.django_db

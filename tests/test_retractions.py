@@ -11,15 +11,16 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from ledger import policy
+from ledger.actions import retractions as retraction_actions
 from ledger.actions.lifecycle import correct_memory, restore_memory
 from ledger.actions.recalls import record_recall
 from ledger.actions.retractions import Selection, retract_batch, undo_batch
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, RetractionBatch, Subject
-from ledger.policy import Refusal
-from ledger.recall import recall
+from ledger.reads.recall import recall
+from ledger.rules import retractions as retraction_rules
+from ledger.rules.refusals import Refusal
 from tests.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -304,7 +305,9 @@ def test_the_list_continues_after_a_batch(story: dict[str, Memory], sam: User) -
 def test_a_preview_larger_than_one_batch_says_so_and_offers_no_delete(
     story: dict[str, Memory], sam: User, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(policy, "RETRACTION_BATCH_MAX", 1)
+    # The rule and the action that previews with it read the same limit.
+    monkeypatch.setattr(retraction_rules, "RETRACTION_BATCH_MAX", 1)
+    monkeypatch.setattr(retraction_actions, "RETRACTION_BATCH_MAX", 1)
     page = signed_in(sam).get("/retractions/new/", {"source_ref": "msg_0588"}).content.decode()
     assert "2 memories would be deleted" in page
     assert "One batch takes at most 1 memories" in page

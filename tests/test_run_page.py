@@ -26,7 +26,7 @@ from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Memory, Run, Subject
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from ledger.views import run_page
 from tests.complaint_story import EVENING, UNRELATED, WRONG, build_story
 from tests.conftest import SUBJECT, VALID_BODY, body, signed_in

@@ -8,7 +8,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ledger.snapshots.checks import (
+from ledger.rules.snapshots.checks import (
     check_commitments,
     check_document,
     check_monotonic,
@@ -16,7 +16,7 @@ from ledger.snapshots.checks import (
     check_references,
     check_schema,
 )
-from ledger.snapshots.diff import count_document, diff_documents, pair_rewordings
+from ledger.rules.snapshots.diff import count_document, diff_documents, pair_rewordings
 
 COMMITMENT = "report.md keeps one H2 per company in the order the user gave"
 

@@ -17,7 +17,7 @@ from django.utils import timezone
 from ledger.actions.expiry import expire_due
 from ledger.actions.recalls import record_recall
 from ledger.models import Conflict, Memory, Recall
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.conftest import SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db

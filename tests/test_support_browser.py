@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.models import Agent, Memory, Subject
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.conftest import sign_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

@@ -22,13 +22,13 @@ from ledger.actions.recalls import record_recall
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Conflict, Memory, Recall
-from ledger.policy import Restriction
-from ledger.recall import recall
+from ledger.reads.recall import recall
+from ledger.rules.agents import Restriction
 from tests.conftest import SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db
 SCRIPT = "<script>alert(1)</script>"
-# In a statement, a whole tag is held for review (``ledger.poison``); an unclosed one passes
+# In a statement, a whole tag is held for review (``ledger.rules.poison``); an unclosed one passes
 # the gate and must still be escaped.
 UNCLOSED = "<b onclick=alert(1)"
 

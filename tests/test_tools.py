@@ -10,7 +10,7 @@ from jsonschema import Draft202012Validator
 from rest_framework.test import APIClient
 
 from ledger.models import JournalEntry, LedgerEntry, Memory, Policy, RunNote, Source
-from ledger.recall import GOAL_MAX
+from ledger.reads.recall import GOAL_MAX
 from tests.conftest import SUBJECT, body
 
 pytestmark = pytest.mark.django_db

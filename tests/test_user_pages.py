@@ -16,7 +16,7 @@ from ledger.actions.lifecycle import correct_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory, Policy, Subject
-from ledger.policy import Restriction
+from ledger.rules.agents import Restriction
 from tests.conftest import PASSWORD, SUBJECT, body
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

@@ -1,4 +1,4 @@
-"""Every move a memory makes is told to webhook receivers: a walk over ``policy.MEMORY_MOVES``
+"""Every move a memory makes is told to webhook receivers: a walk over ``MEMORY_MOVES``
 drives each move from each status through its real action and checks that it files one
 kind of event, about every memory whose status, words, expiry or use it changed, each as it
 now is. Moves with no event of their own file ``memory.changed``, ``change`` the move's name.
@@ -19,7 +19,6 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from ledger import policy
 from ledger.actions import lifecycle, reminders
 from ledger.actions.agents import create_agent
 from ledger.actions.conflicts import dismiss_conflict, resolve_conflict
@@ -39,7 +38,7 @@ from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.choices import MemoryStatus
 from ledger.models import Agent, Conflict, Memory, WebhookDelivery
-from ledger.policy import MemoryMove
+from ledger.rules.memories import MEMORY_MOVES, MemoryMove
 from tests.conftest import SUBJECT, signed_in
 from tests.test_webhooks import endpoint
 
@@ -61,7 +60,7 @@ EVENT_OF: dict[MemoryMove, tuple[str, str | None]] = {
     MemoryMove.ALLOW: ("memory.changed", "allow"),
     MemoryMove.REVERT: ("memory.changed", "revert"),
 }
-WALK = [(status, move) for status, moves in policy.MEMORY_MOVES.items() for move in moves]
+WALK = [(status, move) for status, moves in MEMORY_MOVES.items() for move in moves]
 
 # Status, words, whether it is used, basis, when it dies, when it was confirmed.
 State = tuple[Any, ...]
@@ -200,7 +199,7 @@ def test_every_move_files_its_one_event_about_every_memory_it_changes(
 
 
 def test_every_move_in_the_table_has_its_event() -> None:
-    moves = {move for moves in policy.MEMORY_MOVES.values() for move in moves}
+    moves = {move for moves in MEMORY_MOVES.values() for move in moves}
     assert moves == set(EVENT_OF)
 
 

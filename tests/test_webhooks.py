@@ -4,7 +4,7 @@ the admin page for admins only.
 
 The receiver is a threaded ``http.server`` in the test, on loopback: every test here allows
 private addresses (``allow_private``) but those that check they are refused. Delivery runs
-as the beat's pass and the task do (``ledger.actions.webhooks.deliver``), in this process;
+as the beat's pass and the task do (``ledger.delivery.webhooks.deliver``), in this process;
 the same through a real Celery worker is ``test_webhooks_worker.py``. The race that matters,
 two deliverers at one row, is run here with two threads on two database connections.
 """
@@ -34,6 +34,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
+from memoryadmin_client.signatures import sign, verify_signature
 from rest_framework.test import APIClient
 
 from ledger.actions.erasure import erase_subject
@@ -43,17 +44,15 @@ from ledger.actions.lifecycle import correct_memory, restore_memory, retract_mem
 from ledger.actions.retractions import Selection, retract_batch, undo_batch
 from ledger.actions.sources import SourceInput
 from ledger.actions.webhooks import (
-    deliver,
-    forget_settled,
     register_endpoint,
     send_test_event,
     set_endpoint_active,
 )
 from ledger.actors import Actor
-from ledger.client.signatures import sign, verify_signature
 from ledger.dates import when
+from ledger.delivery.webhooks import deliver, forget_settled
 from ledger.models import Agent, Memory, Run, Subject, WebhookDelivery, WebhookEndpoint
-from ledger.webhooks import Event, refused_address
+from ledger.rules.webhooks import Event, refused_address
 from tests.conftest import SUBJECT, agent_client, body, signed_in
 from tests.test_snapshots_api import snapshot_body, without_last_open_item
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from memoryadmin_client.signatures import verify_signature
 from playwright.sync_api import expect
 
-from ledger.client.signatures import verify_signature
 from ledger.models import WebhookEndpoint
 from memoryadmin.celery import app
 from tests.conftest import sign_in

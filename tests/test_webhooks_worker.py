@@ -16,10 +16,11 @@ from typing import Any
 
 import pytest
 from celery import Celery, current_app
+from memoryadmin_client.signatures import verify_signature
 
-from ledger.actions.webhooks import DELIVER_TASK, register_endpoint
+from ledger.actions.webhooks import register_endpoint
 from ledger.actors import Actor
-from ledger.client.signatures import verify_signature
+from ledger.delivery.webhooks import DELIVER_TASK
 from ledger.models import WebhookDelivery
 from tests import test_worker
 from tests.conftest import TEST_REDIS_URL, agent_client, body

@@ -13,11 +13,12 @@ from django.test import Client
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from ledger import policy
 from ledger.actions.lifecycle import correct_memory, withhold_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, Memory
+from ledger.rules.memories import MemoryMove, allows, memory_statuses_allowing
+from ledger.rules.refusals import Refusal
 from tests.conftest import PASSWORD, SUBJECT, signed_in
 
 pytestmark = pytest.mark.django_db
@@ -143,7 +144,7 @@ def test_support_and_admins_may_not_withhold_for_the_person(
 ) -> None:
     for role in ("support", "admin"):
         staff = make_person(f"staff_{role}", role=role)
-        with pytest.raises(policy.Refusal) as refused:
+        with pytest.raises(Refusal) as refused:
             withhold(knee, staff)
         assert (refused.value.code, refused.value.status) == ("not_the_person", 403)
     knee.refresh_from_db()
@@ -152,7 +153,7 @@ def test_support_and_admins_may_not_withhold_for_the_person(
 
 def test_a_superseded_memory_cannot_be_withheld(knee: Memory, dana: User) -> None:
     correct_memory(memory=knee, actor=Actor.for_user(dana), statement="Walks again.", reason="")
-    with pytest.raises(policy.Refusal) as refused:
+    with pytest.raises(Refusal) as refused:
         withhold(knee, dana)
     assert (refused.value.code, refused.value.status) == ("not_withholdable", 409)
 
@@ -165,11 +166,11 @@ def test_asking_twice_writes_nothing_new(knee: Memory, dana: User) -> None:
 
 
 def test_the_lifecycle_offers_withholding_only_where_a_person_can_act() -> None:
-    move = policy.MemoryMove.WITHHOLD
-    assert policy.memory_statuses_allowing(move) == ("active", "expired")
-    assert "pending" in policy.memory_statuses_allowing(policy.MemoryMove.ALLOW)
+    move = MemoryMove.WITHHOLD
+    assert memory_statuses_allowing(move) == ("active", "expired")
+    assert "pending" in memory_statuses_allowing(MemoryMove.ALLOW)
     for status in ("superseded", "retracted", "erased"):
-        assert not policy.allows(status, move)
+        assert not allows(status, move)
 
 
 # The page

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 
 from ledger.actions.recalls import record_recall
 from ledger.models import Memory, Subject
-from ledger.recall import recall
+from ledger.reads.recall import recall
 from tests.conftest import ARTIFACTS, SUBJECT, sign_in
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

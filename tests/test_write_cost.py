@@ -21,10 +21,11 @@ from django.test.utils import CaptureQueriesContext
 from kombu.simple import SimpleQueue
 from rest_framework.test import APIClient
 
-from ledger import audit_chain
+from ledger.actions import seals
 from ledger.actions.policy import change_policy
 from ledger.actors import Actor
 from ledger.models import AuditSeal, Memory, Source, Subject, WriteDecision
+from ledger.reads import audit_chain
 from ledger.tasks import seal_written
 from tests.conftest import TEST_REDIS_URL, agent_client, body
 
@@ -140,7 +141,7 @@ def broker() -> Iterator[Celery]:
     previous = current_app._get_current_object()
     app = Celery("memoryadmin-tests", broker=TEST_REDIS_URL, set_as_current=False)
     app.set_current()
-    audit_chain._queued_until.clear()
+    seals._queued_until.clear()
     queued(app)
     try:
         yield app
@@ -184,7 +185,7 @@ def test_a_burst_of_writes_queues_one_sealer_a_second_which_seals_them_all(
     assert max(len(sqls) for sqls in costs[1:]) <= 10
     assert not any("auditseal" in sql or "advisory" in sql for sqls in costs for sql in sqls)
     messages = queued(broker)
-    assert {name for name, _ in messages} == {audit_chain.SEAL_TASK}
+    assert {name for name, _ in messages} == {seals.SEAL_TASK}
     # The agent's creation, then the writes: each queues only what no queued run covers.
     assert len(messages) <= 2 + 2 * int(elapsed), (elapsed, messages)
     assert not AuditSeal.objects.exists()
@@ -192,7 +193,7 @@ def test_a_burst_of_writes_queues_one_sealer_a_second_which_seals_them_all(
         seal_written(*args)
     for model in (Memory, Source, Subject):
         chain = audit_chain.chain_for(model.history.model._meta.db_table)
-        assert not audit_chain._unsealed(chain).exists()
+        assert not audit_chain.unsealed(chain).exists()
     checks = audit_chain.verify()
     assert [check.finding for check in checks] == [None] * len(checks)
     assert sum(check.unsealed for check in checks) == 0
@@ -212,7 +213,7 @@ def test_a_write_succeeds_when_its_sealer_cannot_be_queued_and_the_beat_seals_it
         "control_folder": gone,
     }
     down.set_current()
-    audit_chain._queued_until.clear()
+    seals._queued_until.clear()
     try:
         api = agent_client("writer", ["read", "write"])[0]
         answers = [
@@ -228,6 +229,6 @@ def test_a_write_succeeds_when_its_sealer_cannot_be_queued_and_the_beat_seals_it
     tried = [r for r in caplog.records if "ledger_historicalmemory" in r.getMessage()]
     assert len(tried) == 1 and "could not be queued" in tried[0].getMessage()
     assert not AuditSeal.objects.exists()
-    assert audit_chain.seal_pending() > 0
+    assert seals.seal_pending() > 0
     checks = audit_chain.verify()
     assert sum(check.unsealed for check in checks) == 0

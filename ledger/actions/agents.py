@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -9,13 +10,26 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from ledger import access, policy
+from ledger import access
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.dates import when
-from ledger.keys import NewKey, new_key
-from ledger.models import Agent, AgentKey
-from ledger.revocations import revocation_of
+from ledger.keys import NewKey, hash_key, new_key, split_key
+from ledger.models import Agent, AgentKey, Policy
+from ledger.reads.revocations import revocation_of
+from ledger.rules.agents import (
+    Restriction,
+    refuse_bad_agent_name,
+    refuse_bad_grace,
+    refuse_if_revoked,
+    refuse_restricting_revoked,
+    refuse_restriction_unchanged,
+    refuse_revoked_twice,
+    refuse_stale_rotation,
+    refuse_taken_agent_name,
+    refuse_without_scopes,
+)
+from ledger.rules.reasons import refuse_without_reason
 
 
 @dataclass(frozen=True)
@@ -41,8 +55,8 @@ def create_agent(
         raise ValueError(f"unknown scope(s): {', '.join(sorted(unknown))}")
     if Agent.Scope.STAFF in scopes and not access.may_grant_staff_scope(actor):
         raise ValueError("only an admin may grant the staff scope")
-    policy.refuse_without_scopes(scopes)
-    policy.refuse_bad_agent_name(name)
+    refuse_without_scopes(scopes)
+    refuse_bad_agent_name(name)
     _refuse_taken(name)
     key = key or new_key()
     try:
@@ -63,7 +77,7 @@ def _refuse_taken(name: str) -> None:
     # Whatever its capitals: "CRM-Sync" beside a revoked "crm-sync" would be taken for it.
     existing = Agent.objects.filter(name__iexact=name).first()
     revoked = revocation_of(existing) if existing is not None else None
-    policy.refuse_taken_agent_name(name, existing=existing, revoked=revoked)
+    refuse_taken_agent_name(name, existing=existing, revoked=revoked)
 
 
 def rotate_agent_key(
@@ -80,21 +94,21 @@ def rotate_agent_key(
     ``expected_newest`` is the prefix of the newest key the admin saw: a form sent twice
     must not rotate twice and cut short the key the first answer handed out.
     """
-    policy.refuse_bad_grace(grace_hours)
-    policy.refuse_without_reason(reason, why="the key is rotated")
+    refuse_bad_grace(grace_hours)
+    refuse_without_reason(reason, why="the key is rotated")
     now = timezone.now()
     ends = now + timedelta(hours=grace_hours)
     key = new_key()
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
-        policy.refuse_if_revoked(locked, revocation_of(locked))
+        refuse_if_revoked(locked, revocation_of(locked))
         newest = (
             AgentKey.objects.filter(agent=locked)
             .order_by("-created_at", "-id")
             .values_list("prefix", flat=True)
             .first()
         )
-        policy.refuse_stale_rotation(expected_newest, newest)
+        refuse_stale_rotation(expected_newest, newest)
         replaced = list(AgentKey.objects.filter(agent=locked).working_at(now))
         for old in replaced:
             old.expires_at = min(ends, old.expires_at) if old.expires_at else ends
@@ -110,10 +124,10 @@ def rotate_agent_key(
 
 def revoke_agent(*, agent: Agent, actor: Actor, reason: str) -> Agent:
     """Every key of ``agent`` stops working at once; its history stays."""
-    policy.refuse_without_reason(reason, why="the agent is revoked")
+    refuse_without_reason(reason, why="the agent is revoked")
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
-        policy.refuse_revoked_twice(locked)
+        refuse_revoked_twice(locked)
         locked.is_active = False
         save_tracked(locked, actor=actor, reason=reason.strip(), update_fields=["is_active"])
     agent.is_active = False
@@ -121,19 +135,19 @@ def revoke_agent(*, agent: Agent, actor: Actor, reason: str) -> Agent:
 
 
 def restrict_agent(
-    *, agent: Agent, actor: Actor, restriction: policy.Restriction, on: bool, reason: str
+    *, agent: Agent, actor: Actor, restriction: Restriction, on: bool, reason: str
 ) -> Agent:
-    """Put one of ``policy.Restriction`` on ``agent``'s writes, or lift it; both need a
+    """Put one of ``Restriction`` on ``agent``'s writes, or lift it; both need a
     reason, which the write gate repeats in every decision the restriction changes.
 
     The history keeps the admin's words after what happened: "Quarantine started: …".
     """
-    policy.refuse_without_reason(reason, why="the agent's writes change")
+    refuse_without_reason(reason, why="the agent's writes change")
     reason = " ".join(reason.split())
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
-        policy.refuse_restricting_revoked(locked, revocation_of(locked))
-        policy.refuse_restriction_unchanged(locked, restriction, on=on)
+        refuse_restricting_revoked(locked, revocation_of(locked))
+        refuse_restriction_unchanged(locked, restriction, on=on)
         setattr(locked, restriction.field, reason if on else "")
         save_tracked(
             locked,
@@ -146,6 +160,36 @@ def restrict_agent(
 
 # Often enough to tell a live key from a dead one, rarely enough not to write on every call.
 USE_RESOLUTION = timedelta(minutes=1)
+
+
+class KeyRefused(Exception):
+    """An API key that opens nothing, with why in the words the API answers."""
+
+
+def use_key(key: str, *, now: datetime) -> AgentKey:
+    """The working key row behind ``key``, its agent and the policy in force read along
+    (``Policy.read_from``), noted as used; refused with why when it is not one.
+
+    Every API request (and every MCP HTTP request) reads its key: the policy rides in the
+    same statement, so a request that needs it (the recall cap, the write gate) pays no
+    query for it."""
+    parts = split_key(key)
+    row = (
+        AgentKey.objects.select_related("agent")
+        .annotate(**Policy.read_along())
+        .filter(prefix=parts[0])
+        .first()
+        if parts
+        else None
+    )
+    if row is None or not hmac.compare_digest(row.hash, hash_key(key)):
+        raise KeyRefused("This API key is not valid.")
+    if not row.agent.is_active:
+        raise KeyRefused("This API key has been revoked.")
+    if not row.works_at(now):
+        raise KeyRefused("This API key was replaced by a rotation and its grace period is over.")
+    note_key_use(row, now)
+    return row
 
 
 def note_key_use(key: AgentKey, now: datetime) -> None:

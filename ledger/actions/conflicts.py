@@ -6,13 +6,16 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import access, policy
+from ledger import access
+from ledger.actions._reasons import refuse_missing_reason
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import correct_memory, retract_memory
 from ledger.actions.slots import lock_slot, refresh_conflict
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
-from ledger.policy import ConflictMove
+from ledger.rules.conflicts import ConflictMove, refuse_conflict_move, refuse_conflict_resolved
+from ledger.rules.refusals import Refusal
+from ledger.rules.text import normalize_statement
 
 # The start of the reason on the kept memory's history row; its history page names the
 # step by it.
@@ -36,16 +39,15 @@ def resolve_conflict(
     """
     statement = (statement or "").strip() or None
     if keep is None and statement is None:
-        raise policy.Refusal(
-            "choice_required", "Pick the statement to keep, or write the right one.", 400
-        )
+        raise Refusal("choice_required", "Pick the statement to keep, or write the right one.", 400)
     with transaction.atomic():
         locked = _lock(conflict)
+        refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
         contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
         # Closed, or open with nobody left standing: either way there is nothing to choose.
-        policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
+        refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
         if statement is None:
-            policy.refuse_conflict_move(
+            refuse_conflict_move(
                 ConflictMove.KEEP_MEMORY,
                 possible=locked.possible,
                 has_commitment=locked.commitment_id is not None,
@@ -53,15 +55,13 @@ def resolve_conflict(
         if keep is None:
             keep = contenders[0]
         if keep.pk not in {m.pk for m in contenders}:
-            raise policy.Refusal(
-                "not_a_contender", "That statement is not part of this conflict.", 400
-            )
+            raise Refusal("not_a_contender", "That statement is not part of this conflict.", 400)
         resolved = f"Conflict resolved {_by(actor, locked)}.{_why(reason)}"
         deleted = [other for other in contenders if other.pk != keep.pk]
         for other in deleted:
             retract_memory(memory=other, actor=actor, reason=resolved)
         how = Conflict.Resolution.KEPT
-        if statement is not None and policy.normalize_statement(statement) != keep.normalized:
+        if statement is not None and normalize_statement(statement) != keep.normalized:
             keep = correct_memory(memory=keep, actor=actor, statement=statement, reason=resolved)
             how = Conflict.Resolution.REWRITTEN
         else:
@@ -86,15 +86,17 @@ def resolve_conflict(
 
 
 def dismiss_conflict(*, conflict: Conflict, actor: Actor, reason: str = "") -> Conflict:
-    """A person read a possible conflict and found it is not one: both statements stay."""
+    """A person read a possible conflict and found it is not one: both statements stay.
+    ``reason`` is why, in their words: support must give one, the person need not."""
     with transaction.atomic():
         locked = _lock(conflict)
-        policy.refuse_conflict_move(
+        refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
+        refuse_conflict_move(
             ConflictMove.DISMISS,
             possible=locked.possible,
             has_commitment=locked.commitment_id is not None,
         )
-        policy.refuse_conflict_resolved(locked.status)
+        refuse_conflict_resolved(locked.status)
         locked.status = Conflict.Status.RESOLVED
         locked.resolution = Conflict.Resolution.DISMISSED
         locked.resolved_at = timezone.now()
@@ -110,13 +112,15 @@ def dismiss_conflict(*, conflict: Conflict, actor: Actor, reason: str = "") -> C
 def keep_commitment(*, conflict: Conflict, actor: Actor, reason: str = "") -> LedgerEntry:
     """Settle a possible conflict with a ledger commitment: the commitment stands and the
     memory that contradicts it is retracted. The commitment itself is the agent's record of
-    an agreement and changes only through the ledger."""
+    an agreement and changes only through the ledger. ``reason`` is why, in the words of
+    whoever settled it: support must give one, the person need not."""
     with transaction.atomic():
         locked = _lock(conflict)
+        refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
         contenders = list(locked.memories.filter(status=Memory.Status.ACTIVE))
-        policy.refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
+        refuse_conflict_resolved(locked.status if contenders else Conflict.Status.RESOLVED)
         commitment = locked.commitment
-        policy.refuse_conflict_move(
+        refuse_conflict_move(
             ConflictMove.KEEP_COMMITMENT,
             possible=locked.possible,
             has_commitment=commitment is not None,

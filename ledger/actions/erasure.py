@@ -3,18 +3,14 @@ goes, from the live rows and from their history, and a skeleton of what happened
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from django.db import models, transaction
-from django.db.models import CharField, Q, Value
-from django.db.models.expressions import Combinable
-from django.db.models.functions import Cast, Concat
+from django.db.models import Q
 from django.utils import timezone
 
-from ledger import access, policy, webhooks
+from ledger import access
+from ledger.actions._reasons import needs_reason
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import close_conflict
 from ledger.actions.webhooks import emit, scrub_subject
@@ -27,101 +23,22 @@ from ledger.models import (
     LedgerEntry,
     Memory,
     Recall,
-    Run,
     RunNote,
     Snapshot,
     Source,
     Subject,
     WriteDecision,
 )
-
-ERASED_REASON = "Erased at the person's request."
-# What a history row's free-text reason becomes: a person's reason may quote the content.
-REASON_REMOVED = "Reason removed by an erasure."
-# Source.ref may not be empty; an erased source keeps only this placeholder.
-ERASED_REF = "erased"
-# Every history row an erasure reached carries one of these reasons afterwards.
-ERASURE_REASONS = (ERASED_REASON, REASON_REMOVED)
-
-
-@dataclass(frozen=True)
-class ErasedKey:
-    """The blank for a key that must stay unique (a journal entry's retry key, a run
-    note's key): the row's own id in words that no client can send, since those keys take
-    neither spaces nor brackets. The verifier derives it from the row's id in the same way."""
-
-    def of(self, pk: Any) -> str:
-        return f"(erased {pk})"
-
-    def expression(self) -> Combinable:
-        return Concat(Value("(erased "), Cast("id", CharField()), Value(")"))
-
-
-ERASED_KEY = ErasedKey()
-
-
-def blank_value(value: Any, pk: Any) -> Any:
-    """What erasure leaves in a field of the row ``pk``: the mapping's value, or its key."""
-    # A copy: the mapping's empty dicts must never be shared with (and changed by) a row.
-    return value.of(pk) if isinstance(value, ErasedKey) else copy.deepcopy(value)
-
-
-@dataclass(frozen=True)
-class Erasable:
-    """What an erasure blanks in one tracked model (live rows and history alike), and which
-    of its history rows it reaches for some subjects (a list of ids or a subquery)."""
-
-    blank: dict[str, Any]
-    reach: Callable[[Any], Q]
-    # How many queries down ``reach`` puts the subjects, counted from the history row's:
-    # the verifier's subjects are correlated with the row's date, and an outer reference
-    # must climb exactly that far (one level too few or too many is a FieldError).
-    depth: int = 1
-
-
-def _sources_about(subjects: Any) -> Q:
-    """A memory's evidence, a ledger entry's sources, and what a run about them received."""
-    return (
-        Q(memory__subject__in=subjects)
-        | Q(ledger_entries__subject__in=subjects)
-        | Q(promotions__subject__in=subjects)
-        | Q(memory__isnull=True, run__subject__in=subjects)
-    )
-
-
-def _by_run(subjects: Any) -> Q:
-    # By run, not by the rows alive now: a note deleted earlier still has its versions.
-    return Q(run_id__in=Run.objects.filter(subject__in=subjects).values("pk"))
-
-
-# The one list of what erasure removes: ``erase_subject`` blanks it, and the audit chain's
-# verifier (``ledger.audit_chain``) accepts a history row whose sealed content differs
-# only in exactly this shape, and only if the row is dated at or before an erasure of a
-# subject that reaches it.
-ERASABLE: dict[type[models.Model], Erasable] = {
-    # A slot's key is the agent's name for it, and names can carry what they are about.
-    Memory: Erasable({"statement": "", "normalized": "", "key": ""}, lambda s: Q(subject_id__in=s)),
-    LedgerEntry: Erasable({"fact": "", "key": ""}, lambda s: Q(subject_id__in=s)),
-    Conflict: Erasable({"key": ""}, lambda s: Q(subject_id__in=s)),
-    Source: Erasable(
-        {"excerpt": "", "ref": ERASED_REF},
-        lambda s: Q(id__in=Source.objects.filter(_sources_about(s)).values("pk")),
-        depth=2,
-    ),
-    JournalEntry: Erasable(
-        {
-            "intent": {},
-            "effect": None,
-            "verification": None,
-            "action": "",
-            "idempotency_key": ERASED_KEY,
-        },
-        _by_run,
-        depth=2,
-    ),
-    RunNote: Erasable({"value": "", "key": ERASED_KEY}, _by_run, depth=2),
-    Subject: Erasable({"display_name": ""}, lambda s: Q(id__in=s)),
-}
+from ledger.models.erasable import (
+    ERASABLE,
+    ERASED_REASON,
+    REASON_REMOVED,
+    ErasedKey,
+    blank_value,
+    sources_about,
+)
+from ledger.rules import webhooks
+from ledger.rules.people import checked_request
 
 
 def erase_subject(
@@ -136,13 +53,13 @@ def erase_subject(
     display name is personal and goes.
 
     ``requested_by`` is who asked and how, in the words of staff carrying it out for
-    someone (the person by phone, say); the person erasing for themselves asked, whatever
-    it says.
+    someone (the person by phone, say), who must give it; the person erasing for themselves
+    asked, whatever it says.
     """
     if actor.user is not None and access.acts_for_person(actor.user, subject):
         requested_by = actor.label
     else:
-        requested_by = policy.checked_request(requested_by)
+        requested_by = checked_request(requested_by, required=needs_reason(actor, subject))
     now = timezone.now()
     with transaction.atomic():
         # Locked first: the write gate locks the same row, so no write can slip in between.
@@ -150,7 +67,7 @@ def erase_subject(
         memories = list(Memory.objects.select_for_update().filter(subject=locked))
         entries = list(LedgerEntry.objects.select_for_update().filter(subject=locked))
         source_ids = (
-            Source.objects.filter(_sources_about([locked.pk]))
+            Source.objects.filter(sources_about([locked.pk]))
             .values_list("pk", flat=True)
             .distinct()
         )

@@ -41,12 +41,13 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from ledger import audit_chain, webhooks
+from ledger.actions import seals
 from ledger.actions.slots import refresh_conflict, settle_possible_conflicts
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory
+from ledger.rules import webhooks
 
 logger = logging.getLogger(__name__)
 
@@ -192,7 +193,7 @@ def _expire_batch(due: QuerySet[Any], *, now: datetime, size: int) -> list[Any]:
         read = _reader(expires_at, connection)
         expired = [(row_id, read(end)) for row_id, end in returned]
         cursor.execute(*_history_insert(model, expired, connection))
-    audit_chain.seal_after_commit(model.history.model._meta.db_table, due.db)
+    seals.seal_after_commit(model.history.model._meta.db_table, due.db)
     return [row_id for row_id, _ in expired]
 
 

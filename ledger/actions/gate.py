@@ -4,7 +4,7 @@
 a system-of-record key, a paused subject, a full subject), merges a repeat into the
 memory it repeats as evidence, holds a single-source guess as pending, holds whatever a
 quarantined agent writes (and a statement from an agent not trusted for them) as pending,
-as it holds any statement unsafe to hand an assistant (``ledger.poison``), and opens a
+as it holds any statement unsafe to hand an assistant (``ledger.rules.poison``), and opens a
 conflict when a slot's statements disagree. Every outcome, refusals included, leaves one
 ``WriteDecision`` saying why, naming the admin's restriction when one applied.
 """
@@ -31,7 +31,6 @@ from django.db.models import (
 from django.db.models.functions import Cast, Coalesce, JSONObject
 from django.utils import timezone
 
-from ledger import policy, webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import announce_change
 from ledger.actions.slots import (
@@ -58,7 +57,22 @@ from ledger.models import (
     WebhookEndpoint,
     WriteDecision,
 )
-from ledger.policy import MemoryMove
+from ledger.rules import webhooks
+from ledger.rules.agents import RestrictedRefusal, Restriction
+from ledger.rules.gate import (
+    HELD_STATEMENT_WAITS,
+    expiry_for,
+    needs_corroboration,
+    refuse_if_paused,
+    refuse_over_cap,
+    refuse_system_of_record,
+    repeat_activates,
+    review_date_for,
+)
+from ledger.rules.holds import Hold, hold_for, hold_for_repeat, refuse_paused_agent
+from ledger.rules.memories import MemoryMove
+from ledger.rules.refusals import Refusal
+from ledger.rules.text import normalize_statement
 
 
 @dataclass(frozen=True)
@@ -85,7 +99,7 @@ class GateResult:
     code: str = ""
     status: int = 201
     # The admin's restriction on the agent that decided this outcome, and their reason.
-    restriction: policy.Restriction | None = None
+    restriction: Restriction | None = None
     restricted_because: str = ""
     # The subject the write named, when it exists; the source this write stored.
     subject: Subject | None = None
@@ -108,17 +122,17 @@ def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = N
     now = timezone.now()
     current = in_force or Policy.current()
     try:
-        policy.refuse_paused_agent(agent)
-        policy.refuse_system_of_record(current, data.key)
+        refuse_paused_agent(agent)
+        refuse_system_of_record(current, data.key)
         with transaction.atomic():
             result = _decide_and_write(
                 actor=actor, agent=agent, data=data, now=now, current=current
             )
             _record(agent, result, now, run_id=result.source.run_id if result.source else None)
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         # The refusal's transaction took whatever the decision had written so far with it
         # (a subject created by this write, say): the decision is recorded on its own.
-        restricted = refusal if isinstance(refusal, policy.RestrictedRefusal) else None
+        restricted = refusal if isinstance(refusal, RestrictedRefusal) else None
         result = GateResult(
             outcome=WriteDecision.Outcome.REFUSED,
             reason=refusal.detail,
@@ -262,12 +276,10 @@ def _decide_and_write(
     *, actor: Actor, agent: Agent, data: MemoryInput, now: datetime, current: Policy
 ) -> GateResult:
     subject = _lock_subject(data.subject, actor)
-    policy.refuse_if_paused(subject.memory_paused)
+    refuse_if_paused(subject.memory_paused)
 
-    normalized = policy.normalize_statement(data.statement)
-    hold = policy.hold_for(
-        agent, basis=data.basis, source_kind=data.source.kind, statement=data.statement
-    )
+    normalized = normalize_statement(data.statement)
+    hold = hold_for(agent, basis=data.basis, source_kind=data.source.kind, statement=data.statement)
     held = _holdings(subject, data=data, normalized=normalized, now=now)
     run = run_for(data.source.run, agent=agent, subject=subject, known=held.run)
     if held.same is not None:
@@ -284,9 +296,9 @@ def _decide_and_write(
             run=run,
             listening=held.listening,
         )
-    policy.refuse_over_cap(current, held.live)
+    refuse_over_cap(current, held.live)
 
-    expiry = policy.expiry_for(
+    expiry = expiry_for(
         current,
         kind=data.kind,
         basis=data.basis,
@@ -294,7 +306,7 @@ def _decide_and_write(
         requested=data.expires_at,
         omitted=data.expires_omitted,
     )
-    pending = hold is not None or policy.needs_corroboration(current, basis=data.basis, agents=1)
+    pending = hold is not None or needs_corroboration(current, basis=data.basis, agents=1)
     memory = Memory(
         subject=subject,
         kind=data.kind,
@@ -306,7 +318,7 @@ def _decide_and_write(
         written_at=now,
         confirmed_at=None if pending else now,
         expires_at=expiry.expires_at,
-        review_at=policy.review_date_for(current, kind=data.kind, now=now),
+        review_at=review_date_for(current, kind=data.kind, now=now),
         policy_version=current.version,
         agent=agent,
         run=run,
@@ -384,7 +396,7 @@ def _decide_and_write(
     return result
 
 
-def _held(hold: policy.Hold | None) -> dict[str, Any]:
+def _held(hold: Hold | None) -> dict[str, Any]:
     """What a result says of what held a write pending: an admin's restriction, or its text."""
     if hold is None:
         return {}
@@ -402,7 +414,7 @@ def _merge_evidence(
     memory: Memory,
     data: MemoryInput,
     now: datetime,
-    hold: policy.Hold | None,
+    hold: Hold | None,
     current: Policy,
     run: Run | None,
     listening: bool,
@@ -429,7 +441,7 @@ def _merge_evidence(
         "source": source,
     }
     if memory.status == Memory.Status.PENDING:
-        hold = hold or policy.hold_for_repeat(writer=memory.agent, statement=memory.statement)
+        hold = hold or hold_for_repeat(writer=memory.agent, statement=memory.statement)
         if hold is not None:
             return GateResult(
                 outcome=WriteDecision.Outcome.MERGED,
@@ -440,7 +452,7 @@ def _merge_evidence(
     # Independent means from different agents: one agent's repeats, however many messages
     # or tools they cite, are one agent's word.
     agents = memory.sources.agent_count()
-    if memory.status == Memory.Status.PENDING and policy.repeat_activates(
+    if memory.status == Memory.Status.PENDING and repeat_activates(
         current, basis=memory.basis, agents=agents
     ):
         memory.status = Memory.Status.ACTIVE
@@ -458,7 +470,7 @@ def _merge_evidence(
         # Confirmed by agents, not a person: the payload's basis stays inferred.
         announce_change(MemoryMove.CONFIRM, [memory.pk], listening=listening)
     elif memory.status == Memory.Status.PENDING and memory.basis == Memory.Basis.STATED:
-        reason += f" {policy.HELD_STATEMENT_WAITS}"
+        reason += f" {HELD_STATEMENT_WAITS}"
     elif memory.status == Memory.Status.PENDING:
         written = "1 agent has" if agents == 1 else f"{agents} agents have"
         reason += (

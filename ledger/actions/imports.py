@@ -19,13 +19,14 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.slots import refresh_conflict
 from ledger.actions.sources import SourceInput, add_source
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Policy, Subject, WriteDecision
+from ledger.rules.gate import review_date_for
+from ledger.rules.text import normalize_statement
 
 SKIPPED = "skipped"
 OUTCOMES = (*WriteDecision.Outcome.values, SKIPPED)
@@ -160,13 +161,13 @@ def import_memory(
             kind=kind,
             key=key,
             statement=statement,
-            normalized=policy.normalize_statement(statement),
+            normalized=normalize_statement(statement),
             basis=basis,
             status=Memory.Status.EXPIRED if expired else Memory.Status.ACTIVE,
             written_at=written_at,
             confirmed_at=written_at,
             expires_at=expires_at,
-            review_at=policy.review_date_for(current, kind=kind, now=written_at),
+            review_at=review_date_for(current, kind=kind, now=written_at),
             policy_version=current.version,
             status_changed_at=now if expired else None,
         )

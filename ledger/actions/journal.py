@@ -13,19 +13,15 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from ledger import webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.actions.webhooks import emit
 from ledger.actors import Actor
 from ledger.models import Agent, JournalEntry, Run
-from ledger.policy import (
-    Refusal,
-    checked_for_resolution,
-    refuse_journal_move,
-    refuse_paused_agent,
-    stale_intent_cutoff,
-)
+from ledger.rules import webhooks
+from ledger.rules.holds import refuse_paused_agent
+from ledger.rules.journal import checked_for_resolution, refuse_journal_move, stale_intent_cutoff
+from ledger.rules.refusals import Refusal
 
 
 def run_for_agent(*, ref: str, agent: Agent) -> Run | None:

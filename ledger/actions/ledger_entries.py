@@ -12,13 +12,22 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import policy
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import open_commitment_conflicts, settle_possible_conflicts
 from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actors import Actor
 from ledger.models import Agent, LedgerEntry, Source, Subject
-from ledger.policy import LedgerMove, Refusal
+from ledger.rules.holds import refuse_unheld_change, refuse_unsafe_text, refuse_untrusted_statement
+from ledger.rules.ledger_entries import (
+    LedgerMove,
+    refuse_if_immutable,
+    refuse_if_stale,
+    refuse_ledger_move,
+    refuse_unagreed_promotion,
+    refuse_unless_proposal,
+    refuse_unnamed_establishment,
+)
+from ledger.rules.refusals import Refusal
 
 
 def record_ledger_entry(
@@ -35,13 +44,11 @@ def record_ledger_entry(
 ) -> LedgerEntry:
     """Record one entry, verbatim, with its source."""
     # The ledger has no pending state: a restricted agent's entry is refused, not held.
-    policy.refuse_unheld_change(agent, what="a ledger entry")
+    refuse_unheld_change(agent, what="a ledger entry")
     if kind == LedgerEntry.Kind.ESTABLISHED:
-        policy.refuse_untrusted_statement(
-            agent, source_kind=source.kind, what="An established fact"
-        )
-    policy.refuse_unnamed_establishment(kind=kind, source_kind=source.kind, source_ref=source.ref)
-    policy.refuse_unsafe_text(fact, what="A ledger fact")
+        refuse_untrusted_statement(agent, source_kind=source.kind, what="An established fact")
+    refuse_unnamed_establishment(kind=kind, source_kind=source.kind, source_ref=source.ref)
+    refuse_unsafe_text(fact, what="A ledger fact")
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():
@@ -70,16 +77,16 @@ def promote_ledger_entry(
     *, entry: LedgerEntry, agent: Agent, source: SourceInput, reason: str = ""
 ) -> LedgerEntry:
     """A proposal the person agreed to becomes a commitment; the agreement is its evidence."""
-    policy.refuse_unheld_change(agent, what="a ledger entry")
-    policy.refuse_untrusted_statement(agent, source_kind=source.kind, what="The person's agreement")
+    refuse_unheld_change(agent, what="a ledger entry")
+    refuse_untrusted_statement(agent, source_kind=source.kind, what="The person's agreement")
     actor = Actor.for_agent(agent)
     now = timezone.now()
     with transaction.atomic():
         locked = _locked(entry)
-        policy.refuse_unless_proposal(locked.kind)
-        policy.refuse_ledger_move(locked.status, LedgerMove.PROMOTE)
-        policy.refuse_if_stale(locked, now, "promoted")
-        policy.refuse_unagreed_promotion(source.kind)
+        refuse_unless_proposal(locked.kind)
+        refuse_ledger_move(locked.status, LedgerMove.PROMOTE)
+        refuse_if_stale(locked, now, "promoted")
+        refuse_unagreed_promotion(source.kind)
         locked.promotion_source = add_source(
             data=source, agent=agent, subject=locked.subject, now=now, actor=actor
         )
@@ -113,7 +120,7 @@ def supersede_ledger_entry(
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         old = _locked(entry)
-        policy.refuse_ledger_move(old.status, LedgerMove.SUPERSEDE)
+        refuse_ledger_move(old.status, LedgerMove.SUPERSEDE)
         if old.kind == LedgerEntry.Kind.PROPOSAL and kind == LedgerEntry.Kind.COMMITMENT:
             raise Refusal(
                 "use_promote",
@@ -158,16 +165,16 @@ def edit_ledger_entry(
     clear_expiry: bool = False,
 ) -> LedgerEntry:
     """Change a mutable entry in place; history keeps every earlier version."""
-    policy.refuse_unheld_change(agent, what="a ledger entry")
+    refuse_unheld_change(agent, what="a ledger entry")
     if fact is not None:
-        policy.refuse_unsafe_text(fact, what="A ledger fact")
+        refuse_unsafe_text(fact, what="A ledger fact")
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
-        policy.refuse_if_immutable(locked, "edited")
-        policy.refuse_ledger_move(locked.status, LedgerMove.EDIT)
+        refuse_if_immutable(locked, "edited")
+        refuse_ledger_move(locked.status, LedgerMove.EDIT)
         # Past its date it is no longer in force: extending it in place would revive it.
-        policy.refuse_if_stale(locked, timezone.now(), "edited")
+        refuse_if_stale(locked, timezone.now(), "edited")
         if fact is not None and locked.kind == LedgerEntry.Kind.ESTABLISHED:
             # Its source verified the old text, not a new one: a new fact needs its own source.
             raise Refusal(
@@ -197,12 +204,12 @@ def edit_ledger_entry(
 
 def withdraw_ledger_entry(*, entry: LedgerEntry, agent: Agent, reason: str) -> LedgerEntry:
     """Take a mutable entry out of force, with the reason; it stays readable as withdrawn."""
-    policy.refuse_unheld_change(agent, what="a ledger entry")
+    refuse_unheld_change(agent, what="a ledger entry")
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
-        policy.refuse_if_immutable(locked, "withdrawn")
-        policy.refuse_ledger_move(locked.status, LedgerMove.WITHDRAW)
+        refuse_if_immutable(locked, "withdrawn")
+        refuse_ledger_move(locked.status, LedgerMove.WITHDRAW)
         locked.status = LedgerEntry.Status.WITHDRAWN
         save_tracked(
             locked,

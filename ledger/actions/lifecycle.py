@@ -1,6 +1,6 @@
 """A memory's life after the gate: corrected, deleted, confirmed, renewed, withheld, restored.
 
-Each move is checked against ``policy.MEMORY_MOVES`` on the locked row, so a concurrent
+Each move is checked against ``MEMORY_MOVES`` on the locked row, so a concurrent
 change is never undone, and each keeps its slot's conflict in step.
 """
 
@@ -13,7 +13,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import access, policy, webhooks
+from ledger import access
+from ledger.actions._reasons import refuse_missing_reason
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import clear_reminders, reopen_reminders
 from ledger.actions.slots import lock_slot, open_possible_conflicts, refresh_conflict
@@ -22,13 +23,26 @@ from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.choices import StatedBy
 from ledger.models import Memory, Policy, Source
-from ledger.policy import MemoryMove
+from ledger.rules import webhooks
+from ledger.rules.gate import (
+    expiry_for,
+    needs_corroboration,
+    refuse_if_paused,
+    review_date_for,
+    successor_expiry,
+)
+from ledger.rules.holds import held_for_review, hold_for, refuse_unheld_change
+from ledger.rules.memories import (
+    MemoryMove,
+    refuse_memory_move,
+    refuse_past_expiry,
+    refuse_permanent_guess,
+    undo_refusal,
+)
+from ledger.rules.refusals import Refusal
+from ledger.rules.text import normalize_statement
+from ledger.words import CORRECTION_OF, CORRECTION_REF
 
-# The reference of the source a person's correction on the dashboard gets: "correction:"
-# and the id of the memory corrected. Pages show it in words (``presenting.source_words``).
-CORRECTION_REF = "correction:"
-# The start of a correction's first history row; the corrector's reason follows.
-CORRECTION_OF = "Correction of an earlier memory: "
 # A correction to words another live memory already says: the start of the reasons kept in
 # the corrected memory's history (before the other memory's id) and in the other's.
 MERGED_INTO = "The corrected words are already those of another live memory (id "
@@ -37,6 +51,13 @@ WITHHELD_CARRIED = (
     "The person does not want the assistant to use the memory corrected into these words, "
     "so it is not used either."
 )
+# What the history says of the person's own change when they give no reason: they need
+# not (support and admins must, ``refuse_missing_reason``), and the change is its own why.
+PERSONS_OWN_CORRECTION = "the person's own correction"
+DELETED_BY_PERSON = "Deleted by the person."
+CONFIRMED_BY_PERSON = "Confirmed by the person."
+GUESS_DENIED_BY_PERSON = "The person said the guess is wrong."
+HELD_WRITE_DELETED_BY_PERSON = "The person deleted a write held for review."
 
 
 def correct_memory(
@@ -54,21 +75,25 @@ def correct_memory(
     A correction by a person (or by the system on their behalf) is a statement. An agent's
     correction is a write like any other: refused while memory is paused, stated only when
     its source is the person's own message, and a guess stays pending until corroborated.
+    Support or an admin must say why (``reason``); the person need not.
     """
     now = timezone.now()
     with transaction.atomic():
         old = lock_slot(memory)
-        policy.refuse_memory_move(old.status, MemoryMove.CORRECT)
+        refuse_missing_reason(actor=actor, subject=old.subject, reason=reason)
+        if not reason.strip() and _by_person(actor, old):
+            reason = PERSONS_OWN_CORRECTION
+        refuse_memory_move(old.status, MemoryMove.CORRECT)
         by_agent = actor.agent is not None
         current = Policy.current()
         source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"{CORRECTION_REF}{old.pk}")
         if by_agent:
             # A correction takes the memory it replaces out of use at once, pending or not:
             # from a quarantined agent that is a deletion by another name, refused as one.
-            policy.refuse_unheld_change(
+            refuse_unheld_change(
                 actor.agent, what="a correction (it takes the memory it replaces out of use)"
             )
-            policy.refuse_if_paused(old.subject.memory_paused)
+            refuse_if_paused(old.subject.memory_paused)
             said_by_person = source.kind == Source.Kind.USER_MESSAGE
             basis = Memory.Basis.STATED if said_by_person else Memory.Basis.INFERRED
         else:
@@ -76,7 +101,7 @@ def correct_memory(
         same = (
             Memory.objects.for_subject(old.subject)
             .live()
-            .filter(normalized=policy.normalize_statement(statement))
+            .filter(normalized=normalize_statement(statement))
             .exclude(pk=old.pk)
             .first()
         )
@@ -94,28 +119,28 @@ def correct_memory(
             stated_by = StatedBy.CORRECTION if by_person else StatedBy.SUPPORT_CORRECTION
         # What holds an agent's write holds its correction: an admin's restriction, poisoned text.
         hold = (
-            policy.hold_for(actor.agent, basis=basis, source_kind=source.kind, statement=statement)
+            hold_for(actor.agent, basis=basis, source_kind=source.kind, statement=statement)
             if actor.agent
             else None
         )
         pending = by_agent and (
-            hold is not None or policy.needs_corroboration(current, basis=basis, agents=1)
+            hold is not None or needs_corroboration(current, basis=basis, agents=1)
         )
         new = Memory(
             subject=old.subject,
             kind=old.kind,
             key=old.key,
             statement=statement,
-            normalized=policy.normalize_statement(statement),
+            normalized=normalize_statement(statement),
             basis=basis,
             stated_by=stated_by,
             status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
             written_at=now,
             confirmed_at=None if pending else now,
-            expires_at=policy.successor_expiry(
+            expires_at=successor_expiry(
                 current, kind=old.kind, basis=basis, replaced_expires_at=old.expires_at, now=now
             ),
-            review_at=policy.review_date_for(current, kind=old.kind, now=now),
+            review_at=review_date_for(current, kind=old.kind, now=now),
             policy_version=current.version,
             supersedes=old,
             agent=actor.agent,
@@ -157,7 +182,7 @@ def announce_change(
     move: MemoryMove, memory_ids: Sequence[Any], *, listening: bool | None = None
 ) -> None:
     """The ``memory.changed`` event for each of ``memory_ids``, as it now is, with ``change``
-    the move's name: the vocabulary of ``policy.MEMORY_MOVES``, so a receiver learns no
+    the move's name: the vocabulary of ``MEMORY_MOVES``, so a receiver learns no
     second one. The gate and a revert file theirs through it too."""
     emit_memories(
         webhooks.Event.MEMORY_CHANGED, memory_ids, extra={"change": move.value}, listening=listening
@@ -252,11 +277,13 @@ def supersede_memory(
 def move_memory(
     *, memory: Memory, actor: Actor, move: MemoryMove, status: str, reason: str
 ) -> Memory:
-    """Make ``move``, which leaves the memory in ``status``, and keep the slot honest."""
+    """Make ``move``, which leaves the memory in ``status``, and keep the slot honest.
+    Support or an admin must say why (``reason``); the person need not."""
     now = timezone.now()
     with transaction.atomic():
         locked = lock_slot(memory)
-        policy.refuse_memory_move(locked.status, move)
+        refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
+        refuse_memory_move(locked.status, move)
         locked.status = status
         locked.status_changed_at = now
         save_tracked(
@@ -276,7 +303,9 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str, announce: bool 
     ``announce=False`` leaves its ``memory.retracted`` event to the caller: a batch deletion
     files all of its memories' events in one statement, but takes every other step here.
     """
-    policy.refuse_unheld_change(actor.agent, what="a deletion")
+    refuse_unheld_change(actor.agent, what="a deletion")
+    if not reason.strip() and _by_person(actor, memory):
+        reason = DELETED_BY_PERSON
     with transaction.atomic():
         retracted = move_memory(
             memory=memory,
@@ -297,13 +326,15 @@ def confirm_memory(
     """A person says a guess is right: it becomes active and stated, by confirmation.
 
     Confirmed by anyone but the person it is about (support, say, after a phone call), it
-    is recorded as support's confirmation, and never shown as the person's.
+    is recorded as support's confirmation, and never shown as the person's; they must say
+    why (``reason``), the person need not.
     ``announce=False``: a correction merged into it tells receivers with its own event.
     """
     now = timezone.now()
     with transaction.atomic():
         locked = lock_slot(memory)
-        policy.refuse_memory_move(locked.status, MemoryMove.CONFIRM)
+        refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
+        refuse_memory_move(locked.status, MemoryMove.CONFIRM)
         current = Policy.current()
         by_person = actor.user is not None and access.acts_for_person(actor.user, locked.subject)
         confirmed_by = StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
@@ -315,7 +346,7 @@ def confirm_memory(
             locked.basis = Memory.Basis.STATED
             locked.stated_by = confirmed_by
             # Confirmed, it is no longer a guess: it lives as long as what the person says.
-            locked.expires_at = policy.expiry_for(
+            locked.expires_at = expiry_for(
                 current,
                 kind=locked.kind,
                 basis=locked.basis,
@@ -326,11 +357,11 @@ def confirm_memory(
         locked.status = Memory.Status.ACTIVE
         locked.confirmed_at = now
         locked.status_changed_at = now
-        locked.review_at = policy.review_date_for(current, kind=locked.kind, now=now)
+        locked.review_at = review_date_for(current, kind=locked.kind, now=now)
         save_tracked(
             locked,
             actor=actor,
-            reason=reason or "Confirmed by a person.",
+            reason=reason or (CONFIRMED_BY_PERSON if by_person else "Confirmed by a person."),
             update_fields=[
                 "basis",
                 "stated_by",
@@ -349,25 +380,50 @@ def confirm_memory(
     return locked
 
 
+def answer_question(*, memory: Memory, actor: Actor, right: bool, reason: str = "") -> Memory:
+    """The answer to the question a memory waiting for a person asks (a guess, a write held
+    for review): right confirms it, wrong deletes it. Support or an admin says why; the
+    person need not, and their answer is then said for them in the history."""
+    if right:
+        return confirm_memory(memory=memory, actor=actor, reason=reason)
+    if not reason.strip() and _by_person(actor, memory):
+        held = held_for_review(status=memory.status, statement=memory.statement)
+        reason = HELD_WRITE_DELETED_BY_PERSON if held else GUESS_DENIED_BY_PERSON
+    return retract_memory(memory=memory, actor=actor, reason=reason)
+
+
+def _by_person(actor: Actor, memory: Memory) -> bool:
+    """Whether the person the memory is about makes this change themselves."""
+    return actor.user is not None and access.acts_for_person(actor.user, memory.subject)
+
+
 def renew_memory(
-    *, memory: Memory, actor: Actor, expires_at: datetime | None, reason: str
+    *,
+    memory: Memory,
+    actor: Actor,
+    expires_at: datetime | None,
+    reason: str,
+    kept_for: str = "",
 ) -> Memory:
     """A person gives a memory a new life: a new expiry, recorded with who and why.
 
-    ``None`` makes it permanent, which only a stated memory may be.
+    ``None`` makes it permanent, which only a stated memory may be. ``reason`` is why, in
+    the renewer's words: support or an admin must give one, the person need not.
+    ``kept_for`` says for how long ("kept for 1 year, until …"), kept beside it in history.
     """
     now = timezone.now()
-    policy.refuse_past_expiry(expires_at, now)
+    refuse_past_expiry(expires_at, now)
     with transaction.atomic():
         locked = lock_slot(memory)
-        policy.refuse_memory_move(locked.status, MemoryMove.RENEW)
-        policy.refuse_permanent_guess(basis=locked.basis, expires_at=expires_at)
+        refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
+        refuse_memory_move(locked.status, MemoryMove.RENEW)
+        refuse_permanent_guess(basis=locked.basis, expires_at=expires_at)
         if locked.status == Memory.Status.EXPIRED:
             locked.status = Memory.Status.ACTIVE
             locked.status_changed_at = now
         current = Policy.current()
         # A guess keeps the policy's longest life for a guess, whoever renews it.
-        locked.expires_at = policy.expiry_for(
+        locked.expires_at = expiry_for(
             current,
             kind=locked.kind,
             basis=locked.basis,
@@ -375,11 +431,11 @@ def renew_memory(
             requested=expires_at,
             omitted=False,
         ).expires_at
-        locked.review_at = policy.review_date_for(current, kind=locked.kind, now=now)
+        locked.review_at = review_date_for(current, kind=locked.kind, now=now)
         save_tracked(
             locked,
             actor=actor,
-            reason=f"Renewed: {reason}" if reason else "Renewed.",
+            reason=_renewed(reason, kept_for),
             update_fields=["status", "status_changed_at", "expires_at", "review_at"],
             bump_version=True,
         )
@@ -387,6 +443,14 @@ def renew_memory(
         clear_reminders(memory=locked, now=now)
         announce_change(MemoryMove.RENEW, [locked.pk])
     return locked
+
+
+def _renewed(reason: str, kept_for: str) -> str:
+    """A renewal's words in the history: why, then for how long when that is given."""
+    if not kept_for:
+        return f"Renewed: {reason}" if reason else "Renewed."
+    why = reason.strip()
+    return f"Renewed: {why} ({kept_for})." if why else f"Renewed: {kept_for}."
 
 
 def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool) -> Memory:
@@ -400,12 +464,12 @@ def withhold_memory(*, memory: Memory, actor: Actor, withheld: bool) -> Memory:
     with transaction.atomic():
         locked = lock_slot(memory)
         if not access.may_withhold(actor.user, locked.subject):
-            raise policy.Refusal(
+            raise Refusal(
                 "not_the_person",
                 "Only the person this memory is about can decide whether the assistant uses it.",
                 status=403,
             )
-        policy.refuse_memory_move(locked.status, move)
+        refuse_memory_move(locked.status, move)
         if locked.withheld == withheld:
             return locked
         locked.withheld = withheld
@@ -436,8 +500,8 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
         locked = lock_slot(memory)
         rows = list(locked.history.order_by("-history_date", "-history_id")[:2])
         if locked.status != Memory.Status.RETRACTED or len(rows) < 2:
-            raise policy.Refusal("not_undoable", "This memory is not deleted.", status=409)
-        refusal = policy.undo_refusal(
+            raise Refusal("not_undoable", "This memory is not deleted.", status=409)
+        refusal = undo_refusal(
             deleted_by=rows[0].history_actor,
             by=actor.label,
             deleted_at=locked.status_changed_at or rows[0].history_date,

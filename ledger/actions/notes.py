@@ -8,7 +8,7 @@ from django.utils import timezone
 from ledger.actions._tracking import delete_tracked, save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Run, RunNote
-from ledger.policy import Refusal
+from ledger.rules.refusals import Refusal
 
 # A run's notes are handed back whole; a bound keeps that answer small.
 NOTES_PER_RUN_MAX = 200

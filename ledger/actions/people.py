@@ -11,7 +11,6 @@ an admin sends a set-password link to the person's own address.
 from __future__ import annotations
 
 import logging
-from enum import StrEnum
 from smtplib import SMTPException
 
 from django.conf import settings
@@ -26,12 +25,23 @@ from django.utils import timezone
 from django.utils.encoding import force_bytes
 from django.utils.http import urlsafe_base64_encode
 
-from ledger import access, policy
+from ledger import access
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import _PlainText
 from ledger.actors import Actor
+from ledger.choices import PersonField
 from ledger.models import PersonChange, Subject
-from ledger.policy import PersonMove
+from ledger.rules.people import (
+    PersonFacts,
+    PersonMove,
+    refuse_owner_leaving_end_users,
+    refuse_person_move,
+    refuse_reserved_username,
+    refuse_same_role,
+    refuse_subject_taken,
+)
+from ledger.rules.reasons import refuse_without_reason
+from ledger.rules.refusals import Refusal
 
 ROLES = tuple(role.value for role in access.Role)
 # A role as the pages and the command line say it.
@@ -46,28 +56,13 @@ LINK_NOT_SENT = "not sent: the mail server did not take it"
 logger = logging.getLogger(__name__)
 
 
-class Field(StrEnum):
-    """What a ``PersonChange`` row is about (its ``field``)."""
-
-    PERSON = "person"
-    NAME = "name"
-    ROLE = "role"
-    EMAIL = "email"
-    SUBJECT = "subject"
-    ACCESS = "access"
-    PASSWORD = "password"
-    PASSWORD_LINK = "password_link"
-    # A link recorded as sent that the mail server then refused (after the record was kept).
-    PASSWORD_LINK_FAILED = "password_link_failed"
-
-
 class PersonExists(Exception):
     """Changing an existing person was not asked for; nothing was changed."""
 
 
-def facts_about(person: User, *, viewer: User | None) -> policy.PersonFacts:
-    """What ``policy.refuse_person_move`` needs to know about ``person``."""
-    return policy.PersonFacts(
+def facts_about(person: User, *, viewer: User | None) -> PersonFacts:
+    """What ``refuse_person_move`` needs to know about ``person``."""
+    return PersonFacts(
         name=person.get_username(),
         superuser=person.is_superuser,
         yourself=viewer is not None and viewer.pk == person.pk,
@@ -108,11 +103,11 @@ def create_person(
     (``ValidationError``). An existing username, in any letter case, is refused
     (``PersonExists``): changing someone is ``update_person`` or the moves below. A subject
     someone else owns moves to the new person, as on the command line, unless
-    ``move_subject`` is False (the People page), when it is refused (``policy.Refusal``).
+    ``move_subject`` is False (the People page), when it is refused (``Refusal``).
     """
     _check_role(role)
     _check_reason(actor, reason)
-    policy.refuse_reserved_username(username)
+    refuse_reserved_username(username)
     try:
         with transaction.atomic():
             if User.objects.filter(username__iexact=username).exists():
@@ -131,14 +126,14 @@ def create_person(
                 user.set_unusable_password()
             user.save()
             user.groups.set(access.groups_for(access.Role(role)))
-            _record(user, Field.PERSON, "", "created", actor=actor, reason=reason)
+            _record(user, PersonField.PERSON, "", "created", actor=actor, reason=reason)
             if name := full_name(first_name, last_name):
-                _record(user, Field.NAME, "", name, actor=actor, reason=reason)
-            _record(user, Field.ROLE, "", role, actor=actor, reason=reason)
+                _record(user, PersonField.NAME, "", name, actor=actor, reason=reason)
+            _record(user, PersonField.ROLE, "", role, actor=actor, reason=reason)
             if email:
-                _record(user, Field.EMAIL, "", email, actor=actor, reason=reason)
+                _record(user, PersonField.EMAIL, "", email, actor=actor, reason=reason)
             if password:
-                _record(user, Field.PASSWORD, "", "set", actor=actor, reason=reason)
+                _record(user, PersonField.PASSWORD, "", "set", actor=actor, reason=reason)
             if subject_ref:
                 if not move_subject:
                     _refuse_taken(user, subject_ref)
@@ -166,7 +161,7 @@ def update_person(
 
     Returns what changed, in words. A subject owned by someone else moves to ``user``; the
     People page refuses that instead (``link_subject``). An end user who owns subjects keeps
-    their role until they are unlinked (``policy.Refusal``), as on the People page.
+    their role until they are unlinked (``Refusal``), as on the People page.
     """
     if role:
         _check_role(role)
@@ -175,25 +170,32 @@ def update_person(
         user = _locked(user)
         current = access.role_of(user)
         if role and role != current:
-            policy.refuse_owner_leaving_end_users(facts_about(user, viewer=None))
+            refuse_owner_leaving_end_users(facts_about(user, viewer=None))
             changes.append(f"role {role_words(current)} → {role_words(role)}")
             _set_role(user, role)
-            _record(user, Field.ROLE, str(current), role, actor=actor, reason=reason)
+            _record(user, PersonField.ROLE, str(current), role, actor=actor, reason=reason)
         name_before = user.get_full_name()
         user.first_name = first_name or user.first_name
         user.last_name = last_name or user.last_name
         if user.get_full_name() != name_before:
             changes.append(f"name {name_before or '(none)'} → {user.get_full_name()}")
-            _record(user, Field.NAME, name_before, user.get_full_name(), actor=actor, reason=reason)
+            _record(
+                user,
+                PersonField.NAME,
+                name_before,
+                user.get_full_name(),
+                actor=actor,
+                reason=reason,
+            )
         if email and email != user.email:
             changes.append(f"e-mail {user.email or '(none)'} → {email}")
-            _record(user, Field.EMAIL, user.email, email, actor=actor, reason=reason)
+            _record(user, PersonField.EMAIL, user.email, email, actor=actor, reason=reason)
             user.email = email
         if password:
             validate_password(password, user)
             user.set_password(password)
             changes.append("password changed")
-            _record(user, Field.PASSWORD, "", "changed", actor=actor, reason=reason)
+            _record(user, PersonField.PASSWORD, "", "changed", actor=actor, reason=reason)
         user.save()
         if subject_ref:
             ownership = _take_subject(user, subject_ref, subject_name, actor=actor, reason=reason)
@@ -207,12 +209,12 @@ def change_role(person: User, *, actor: Actor, role: str, reason: str) -> User:
     _check_reason(actor, reason)
     with transaction.atomic():
         person = _locked(person)
-        policy.refuse_person_move(PersonMove.CHANGE_ROLE, facts_about(person, viewer=actor.user))
+        refuse_person_move(PersonMove.CHANGE_ROLE, facts_about(person, viewer=actor.user))
         current = str(access.role_of(person))
-        policy.refuse_same_role(name=person.get_username(), current=current, wanted=role)
+        refuse_same_role(name=person.get_username(), current=current, wanted=role)
         _set_role(person, role)
         person.save(update_fields=["is_staff"])
-        _record(person, Field.ROLE, current, role, actor=actor, reason=reason)
+        _record(person, PersonField.ROLE, current, role, actor=actor, reason=reason)
     return person
 
 
@@ -227,7 +229,7 @@ def link_subject(
     _check_reason(actor, reason)
     with transaction.atomic():
         person = _locked(person)
-        policy.refuse_person_move(PersonMove.LINK_SUBJECT, facts_about(person, viewer=actor.user))
+        refuse_person_move(PersonMove.LINK_SUBJECT, facts_about(person, viewer=actor.user))
         _refuse_taken(person, subject_ref)
         _take_subject(person, subject_ref, subject_name, actor=actor, reason=reason)
     return Subject.objects.get(ref=subject_ref)
@@ -238,10 +240,10 @@ def unlink_subject(person: User, *, actor: Actor, subject_ref: str, reason: str)
     _check_reason(actor, reason)
     with transaction.atomic():
         person = _locked(person)
-        policy.refuse_person_move(PersonMove.UNLINK_SUBJECT, facts_about(person, viewer=actor.user))
+        refuse_person_move(PersonMove.UNLINK_SUBJECT, facts_about(person, viewer=actor.user))
         subject = Subject.objects.select_for_update().filter(ref=subject_ref, owner=person).first()
         if subject is None:
-            raise policy.Refusal(
+            raise Refusal(
                 "subject_not_owned",
                 f"{person.get_username()} does not own a subject called {subject_ref}. "
                 "Nothing was changed.",
@@ -254,7 +256,7 @@ def unlink_subject(person: User, *, actor: Actor, subject_ref: str, reason: str)
             reason=f"No longer owned by {person.get_username()}: {reason}",
             update_fields=["owner"],
         )
-        _record(person, Field.SUBJECT, subject_ref, "", actor=actor, reason=reason)
+        _record(person, PersonField.SUBJECT, subject_ref, "", actor=actor, reason=reason)
     return subject
 
 
@@ -265,11 +267,11 @@ def set_active(person: User, *, actor: Actor, active: bool, reason: str) -> User
     move = PersonMove.ENABLE if active else PersonMove.DISABLE
     with transaction.atomic():
         person = _locked(person)
-        policy.refuse_person_move(move, facts_about(person, viewer=actor.user))
+        refuse_person_move(move, facts_about(person, viewer=actor.user))
         person.is_active = active
         person.save(update_fields=["is_active"])
         before, after = (DISABLED, ACTIVE) if active else (ACTIVE, DISABLED)
-        _record(person, Field.ACCESS, before, after, actor=actor, reason=reason)
+        _record(person, PersonField.ACCESS, before, after, actor=actor, reason=reason)
     return person
 
 
@@ -290,11 +292,14 @@ def send_password_link(person: User, *, actor: Actor, reason: str) -> str:
     sent: list[bool] = []
     with transaction.atomic():
         person = _locked(person)
-        policy.refuse_person_move(
-            PersonMove.SEND_PASSWORD_LINK, facts_about(person, viewer=actor.user)
-        )
+        refuse_person_move(PersonMove.SEND_PASSWORD_LINK, facts_about(person, viewer=actor.user))
         _record(
-            person, Field.PASSWORD_LINK, "", f"sent to {person.email}", actor=actor, reason=reason
+            person,
+            PersonField.PASSWORD_LINK,
+            "",
+            f"sent to {person.email}",
+            actor=actor,
+            reason=reason,
         )
         message = _link_message(person)
 
@@ -307,7 +312,7 @@ def send_password_link(person: User, *, actor: Actor, reason: str) -> str:
     if not sent and transaction.get_connection().in_atomic_block:
         return person.email
     if sent != [True]:
-        raise policy.Refusal(
+        raise Refusal(
             "mail_not_sent",
             "The e-mail could not be sent: the mail server did not take it. The attempt is "
             "in the history; try again later.",
@@ -331,7 +336,7 @@ def _mailed(message: EmailMessage, person: User, *, actor: Actor, reason: str) -
     with transaction.atomic():
         _record(
             person,
-            Field.PASSWORD_LINK_FAILED,
+            PersonField.PASSWORD_LINK_FAILED,
             f"sent to {person.email}",
             LINK_NOT_SENT,
             actor=actor,
@@ -349,7 +354,7 @@ def set_own_password(person: User, *, password: str) -> User:
         person.save(update_fields=["password"])
         _record(
             person,
-            Field.PASSWORD,
+            PersonField.PASSWORD,
             "",
             "set by the person",
             actor=Actor.for_user(person),
@@ -366,7 +371,7 @@ def _check_role(role: str) -> None:
 def _check_reason(actor: Actor, reason: str) -> None:
     # The command line and the demo say who they are; a person on a page also says why.
     if actor.user is not None:
-        policy.refuse_without_reason(reason, why="this person changes", kept="their history")
+        refuse_without_reason(reason, why="this person changes", kept="their history")
 
 
 def _locked(person: User) -> User:
@@ -388,7 +393,7 @@ def _refuse_taken(person: User, subject_ref: str) -> None:
         .first()
     )
     if subject is not None and subject.owner is not None:
-        policy.refuse_subject_taken(
+        refuse_subject_taken(
             subject_ref=subject_ref,
             owner=subject.owner.get_username(),
             person=person.get_username(),
@@ -423,13 +428,13 @@ def _take_subject(
         return f"subject {subject_ref} now called {subject_name}"
     if previous is not None:
         moved = f"Moved to {name}." + (f" {reason}" if reason else "")
-        _record(previous, Field.SUBJECT, subject_ref, "", actor=actor, reason=moved)
-    _record(user, Field.SUBJECT, "", subject_ref, actor=actor, reason=reason)
+        _record(previous, PersonField.SUBJECT, subject_ref, "", actor=actor, reason=moved)
+    _record(user, PersonField.SUBJECT, "", subject_ref, actor=actor, reason=reason)
     return f"now owns subject {subject_ref}"
 
 
 def _record(
-    person: User, field: Field, before: str, after: str, *, actor: Actor, reason: str
+    person: User, field: PersonField, before: str, after: str, *, actor: Actor, reason: str
 ) -> None:
     PersonChange.objects.create(
         person=person,

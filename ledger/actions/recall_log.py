@@ -38,9 +38,9 @@ from django.db.models import QuerySet
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from ledger import recall_log
 from ledger.models import Recall
-from ledger.recall_log import ITEMS, RECALLS, TABLES, Month
+from ledger.reads import recall_log
+from ledger.reads.recall_log import ITEMS, RECALLS, TABLES, Month
 
 logger = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from django.db import connections, transaction
 
 from ledger.actions.runs import start_run
 from ledger.models import Agent, Recall, RecallItem, Run
-from ledger.recall import RecallResult
+from ledger.reads.recall import RecallResult
 
 
 def record_recall(

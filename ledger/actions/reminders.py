@@ -25,8 +25,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from ledger import access
-from ledger.models import Memory, Reminder
-from ledger.querysets import MemoryQuerySet
+from ledger.models import Memory, MemoryQuerySet, Reminder
 
 logger = logging.getLogger(__name__)
 

@@ -22,15 +22,24 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from ledger import policy, webhooks
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import move_memory, retract_memory
 from ledger.actions.slots import lock_slot
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
-from ledger.models import Memory, RetractionBatch, RetractionItem
-from ledger.policy import MemoryMove
-from ledger.querysets import MemoryQuerySet
+from ledger.models import Memory, MemoryQuerySet, RetractionBatch, RetractionItem
+from ledger.rules import webhooks
+from ledger.rules.holds import refuse_unheld_change
+from ledger.rules.memories import MemoryMove, allows
+from ledger.rules.reasons import refuse_without_reason
+from ledger.rules.retractions import (
+    RETRACTION_BATCH_MAX,
+    left_as_batch_left_it,
+    refuse_backwards_window,
+    refuse_batch_size,
+    refuse_empty_selection,
+    refuse_undone_twice,
+)
 
 # How many memories a preview lists, and how many subjects it names; its totals are exact.
 PREVIEW_MEMORIES = 50
@@ -60,8 +69,8 @@ class Selection:
 
     def memories(self) -> MemoryQuerySet:
         """The memories it takes now; refused in words when it is empty or backwards."""
-        policy.refuse_empty_selection(self.as_json())
-        policy.refuse_backwards_window(self.written_after, self.written_before)
+        refuse_empty_selection(self.as_json())
+        refuse_backwards_window(self.written_after, self.written_before)
         return Memory.objects.selected_for_retraction(
             source_ref=self.source_ref,
             run=self.run,
@@ -108,11 +117,11 @@ class Preview:
     @property
     def too_large(self) -> bool:
         """More than one batch takes: the batch would be refused, so it is not offered."""
-        return self.memories > policy.RETRACTION_BATCH_MAX
+        return self.memories > RETRACTION_BATCH_MAX
 
     @property
     def batch_max(self) -> int:
-        return policy.RETRACTION_BATCH_MAX
+        return RETRACTION_BATCH_MAX
 
 
 def preview_retraction(selection: Selection) -> Preview:
@@ -160,15 +169,15 @@ def retract_batch(
     refused rather than taking what they did not see.
     """
     reason = reason.strip()
-    policy.refuse_unheld_change(actor.agent, what="a batch deletion")
-    policy.refuse_without_reason(reason)
+    refuse_unheld_change(actor.agent, what="a batch deletion")
+    refuse_without_reason(reason)
     chosen = selection.memories()
     now = timezone.now()
     with transaction.atomic():
         # Subject, then memory, in one fixed order, as every memory write locks: two
         # batches over the same subjects queue up instead of deadlocking.
-        targets = list(chosen.order_by("subject_id", "pk")[: policy.RETRACTION_BATCH_MAX + 1])
-        policy.refuse_batch_size(len(targets), expected=expected)
+        targets = list(chosen.order_by("subject_id", "pk")[: RETRACTION_BATCH_MAX + 1])
+        refuse_batch_size(len(targets), expected=expected)
         batch = RetractionBatch(
             id=uuid.uuid4(),
             selection=selection.as_json(),
@@ -181,7 +190,7 @@ def retract_batch(
         for target in targets:
             memory = lock_slot(target)
             # Changed between the selection and its lock: no longer this batch's to take.
-            if not policy.allows(memory.status, MemoryMove.RETRACT):
+            if not allows(memory.status, MemoryMove.RETRACT):
                 continue
             status_before = memory.status
             # The single deletion itself, so a step it gains is the batch's too; only its
@@ -200,7 +209,7 @@ def retract_batch(
                     version_after=retracted.version,
                 )
             )
-        policy.refuse_batch_size(len(items), expected=expected)
+        refuse_batch_size(len(items), expected=expected)
         # Items are the batch's own record, not claims: they keep no history of their own.
         RetractionItem.objects.bulk_create(items)
         emit_memories(webhooks.Event.MEMORY_RETRACTED, [item.memory.pk for item in items])
@@ -223,18 +232,18 @@ def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoRepo
     changes other people's memories, so it says why, as the batch did.
     """
     reason = reason.strip()
-    policy.refuse_unheld_change(actor.agent, what="undoing a batch deletion")
-    policy.refuse_without_reason(reason, why="these memories come back")
+    refuse_unheld_change(actor.agent, what="undoing a batch deletion")
+    refuse_without_reason(reason, why="these memories come back")
     now = timezone.now()
     with transaction.atomic():
         locked = RetractionBatch.objects.select_for_update().get(pk=batch.pk)
-        policy.refuse_undone_twice(locked.undone_at)
+        refuse_undone_twice(locked.undone_at)
         report = UndoReport(batch=locked)
         items = locked.items.select_related("memory").order_by("memory__subject_id", "memory_id")
         why = f"Batch {locked.pk} undone: {reason}"
         for item in items:
             memory = lock_slot(item.memory)
-            if not policy.left_as_batch_left_it(
+            if not left_as_batch_left_it(
                 status=memory.status, version=memory.version, version_after=item.version_after
             ):
                 report.left_alone.append(memory)

@@ -12,17 +12,20 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from ledger import access, policy
+from ledger import access
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import announce_change, supersede_memory
 from ledger.actions.slots import lock_slot
 from ledger.actors import Actor
 from ledger.models import Memory, Policy, Source
-from ledger.policy import MemoryMove
+from ledger.rules.gate import review_date_for, successor_expiry
+from ledger.rules.memories import MemoryMove, refuse_revert, refuse_revert_to_live_words
+from ledger.rules.reasons import refuse_without_reason
+from ledger.rules.refusals import Refusal
+from ledger.words import REVERT_OF
 
 # The start of each history row's reason; the admin's own words follow.
 REVERTED = "Reverted: "
-REVERT_OF = "Revert of a correction: "
 EVIDENCE_COPIED = "Evidence copied for a revert: "
 
 
@@ -37,14 +40,14 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
     guess waiting for it. The person's "don't use it" on the correction stays.
     """
     if not access.may_revert(actor):
-        raise policy.Refusal("not_an_admin", "Only an admin can revert a correction.", 403)
-    policy.refuse_without_reason(reason, why="this correction is reverted")
+        raise Refusal("not_an_admin", "Only an admin can revert a correction.", 403)
+    refuse_without_reason(reason, why="this correction is reverted")
     reason = reason.strip()
     now = timezone.now()
     with transaction.atomic():
         replacement = lock_slot(memory)
         replaced = Memory.objects.filter(superseded_by=replacement).first()
-        policy.refuse_revert(
+        refuse_revert(
             is_correction=Memory.objects.corrections().filter(pk=replacement.pk).exists(),
             status=replacement.status,
             restored_status=replaced.status if replaced else "",
@@ -58,7 +61,7 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             .values_list("pk", flat=True)
             .first()
         )
-        policy.refuse_revert_to_live_words(str(live_copy) if live_copy else None)
+        refuse_revert_to_live_words(str(live_copy) if live_copy else None)
         current = Policy.current()
         pending = _status_when_replaced(replaced) == Memory.Status.PENDING
         copy = Memory(
@@ -72,14 +75,14 @@ def revert_correction(*, memory: Memory, actor: Actor, reason: str) -> Memory:
             status=Memory.Status.PENDING if pending else Memory.Status.ACTIVE,
             written_at=now,
             confirmed_at=None if pending else now,
-            expires_at=policy.successor_expiry(
+            expires_at=successor_expiry(
                 current,
                 kind=replaced.kind,
                 basis=replaced.basis,
                 replaced_expires_at=replaced.expires_at,
                 now=now,
             ),
-            review_at=policy.review_date_for(current, kind=replaced.kind, now=now),
+            review_at=review_date_for(current, kind=replaced.kind, now=now),
             supersedes=replacement,
             restores=replaced,
             policy_version=current.version,

@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from ledger.actions._tracking import save_tracked
 from ledger.actors import Actor
 from ledger.models import Agent, Run, Subject
-from ledger.policy import Refusal
+from ledger.rules.refusals import Refusal
 
 
 class RunOfAnotherAgent(Refusal):

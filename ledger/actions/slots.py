@@ -5,7 +5,7 @@ and nothing here picks a winner: a conflict stays open until a person's correcti
 retraction or confirmation leaves one statement standing.
 
 Beyond slots, a new memory whose words likely contradict a live memory or a commitment in
-force (``ledger.contradictions``) opens a *possible* conflict of the two, which a person
+force (``ledger.rules.contradictions``) opens a *possible* conflict of the two, which a person
 resolves the same way or dismisses as not a conflict.
 """
 
@@ -31,14 +31,13 @@ from django.db.models import (
 )
 from django.utils import timezone
 
-from ledger import contradictions, webhooks
 from ledger.actions._tracking import create_tracked, save_tracked
 from ledger.actions.webhooks import emit
 from ledger.actors import Actor
 from ledger.choices import LedgerKind
-from ledger.models import Conflict, LedgerEntry, Memory, Subject
-from ledger.policy import LIVE_MEMORY
-from ledger.querysets import SEARCH_CONFIG
+from ledger.models import SEARCH_CONFIG, Conflict, LedgerEntry, Memory, Subject
+from ledger.rules import contradictions, webhooks
+from ledger.rules.memories import LIVE_MEMORY
 
 # A write is compared with at most this many live memories, and as many commitments, that
 # share a word with it, so its cost does not grow with the subject's memories.

@@ -9,12 +9,12 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from ledger import webhooks
 from ledger.actions.runs import RunOfAnotherAgent, start_run
 from ledger.actions.webhooks import emit
 from ledger.models import Agent, LedgerEntry, Run, Snapshot, Subject
-from ledger.policy import Refusal
-from ledger.snapshots.checks import check_document
+from ledger.rules import webhooks
+from ledger.rules.refusals import Refusal
+from ledger.rules.snapshots.checks import check_document
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,6 @@ accepted here: the API is not a way around the dashboard's permissions."""
 
 from __future__ import annotations
 
-import hmac
 from typing import TYPE_CHECKING
 
 from django.http import Http404
@@ -12,9 +11,9 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
-from ledger.actions.agents import note_key_use
-from ledger.keys import hash_key, split_key
-from ledger.models import Agent, AgentKey, Policy, Run
+from ledger.actions.agents import KeyRefused, use_key
+from ledger.keys import key_in_header
+from ledger.models import Agent, Policy, Run
 
 if TYPE_CHECKING:
     # rest_framework.views loads this module through the REST framework's settings, and
@@ -45,30 +44,13 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
-        scheme, _, key = header.partition(" ")
-        if scheme != self.keyword or not key.strip():
+        key = key_in_header(header)
+        if key is None:
             raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <API key>'.")
-        parts = split_key(key.strip())
-        # Every request reads its key; the policy rides in the same statement, so a request
-        # that needs it (the recall cap, the write gate's rules) pays no query for it.
-        row = (
-            AgentKey.objects.select_related("agent")
-            .annotate(**Policy.read_along())
-            .filter(prefix=parts[0])
-            .first()
-            if parts
-            else None
-        )
-        if row is None or not hmac.compare_digest(row.hash, hash_key(key.strip())):
-            raise exceptions.AuthenticationFailed("This API key is not valid.")
-        if not row.agent.is_active:
-            raise exceptions.AuthenticationFailed("This API key has been revoked.")
-        now = timezone.now()
-        if not row.works_at(now):
-            raise exceptions.AuthenticationFailed(
-                "This API key was replaced by a rotation and its grace period is over."
-            )
-        note_key_use(row, now)
+        try:
+            row = use_key(key, now=timezone.now())
+        except KeyRefused as refused:
+            raise exceptions.AuthenticationFailed(str(refused)) from None
         return AgentPrincipal(row.agent, Policy.read_from(row)), row.agent
 
     def authenticate_header(self, request: Request) -> str:

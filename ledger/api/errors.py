@@ -9,7 +9,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
-from ledger.policy import Refusal
+from ledger.rules.refusals import Refusal
 
 
 def refusal_response(refusal: Refusal) -> Response:

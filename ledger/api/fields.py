@@ -10,10 +10,7 @@ from typing import Any, ClassVar
 from django.utils import timezone
 from rest_framework import serializers
 
-from ledger.policy import forbidden_character, forbidden_in_excerpt
-
-REF_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$")
-REF_HELP = "1–100 characters: letters, digits and _ . : - (starting with a letter or digit)."
+from ledger.rules.text import REF_HELP, REF_PATTERN, forbidden_character, forbidden_in_excerpt
 
 
 class StrictCharField(serializers.CharField):

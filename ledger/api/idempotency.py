@@ -1,7 +1,7 @@
 """``Idempotency-Key``: a retried write returns its first response and writes nothing.
 
 Not every answer is kept: a refusal whose cause can go away is decided again on the retry
-(``policy.answer_is_replayed``), and so is a preview, which wrote nothing to repeat.
+(``rules.retries.answer_is_replayed``), and so is a preview, which wrote nothing to repeat.
 
 Every kept answer says what it is about, so that an erasure of any subject it names deletes
 it: a subject, a run (whose subject it has or will learn later), or several subjects."""
@@ -21,7 +21,8 @@ from rest_framework.response import Response
 
 from ledger.api.auth import agent_of
 from ledger.models import Agent, IdempotencyRecord, Run, Subject
-from ledger.policy import answer_is_replayed, forbidden_character
+from ledger.rules.retries import answer_is_replayed
+from ledger.rules.text import forbidden_character
 
 HEADER = "Idempotency-Key"
 KEY_MAX = 200

@@ -48,7 +48,8 @@ from ledger.api.fields import (
 from ledger.api.idempotency import PREVIEW, About, idempotent
 from ledger.api.serializers import MemoryWriteSerializer
 from ledger.api.throttling import charge
-from ledger.import_formats import (
+from ledger.models import Memory, Source, Subject
+from ledger.rules.import_formats import (
     DEFAULT_KIND,
     FORMATS,
     MAX_CHARS,
@@ -58,7 +59,6 @@ from ledger.import_formats import (
     parse,
     without_bom,
 )
-from ledger.models import Memory, Source, Subject
 
 NAME_MAX = 100
 

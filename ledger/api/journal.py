@@ -33,7 +33,7 @@ from ledger.api.idempotency import idempotent
 from ledger.api.openapi import exactly
 from ledger.api.pagination import Cursor
 from ledger.models import Agent, JournalEntry, Run, Subject
-from ledger.policy import journal_moves, stale_intent_cutoff
+from ledger.rules.journal import journal_moves, stale_intent_cutoff
 
 JSON_MAX_BYTES = 64 * 1024
 ACTION_MAX = 200

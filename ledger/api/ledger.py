@@ -41,9 +41,8 @@ from ledger.api.serializers import (
     source_input,
 )
 from ledger.choices import LEDGER_KIND_READINGS
-from ledger.models import Agent, LedgerEntry, Run, Subject
-from ledger.policy import refuse_if_immutable
-from ledger.querysets import LedgerEntryQuerySet
+from ledger.models import Agent, LedgerEntry, LedgerEntryQuerySet, Run, Subject
+from ledger.rules.ledger_entries import refuse_if_immutable
 
 LIST_MAX = 500
 STATUS_FILTERS = LedgerEntry.Status.values

@@ -26,7 +26,7 @@ from drf_spectacular.plumbing import ResolvedComponent
 from ledger.api.fields import StrictCharField, StrictSerializer
 from ledger.api.idempotency import HEADER as IDEMPOTENCY_HEADER
 from ledger.api.idempotency import KEY_MAX as IDEMPOTENCY_KEY_MAX
-from ledger.policy import forbidden_character, forbidden_in_excerpt
+from ledger.rules.text import forbidden_character, forbidden_in_excerpt
 
 ERROR = ResolvedComponent(  # type: ignore[no-untyped-call]
     name="Error",

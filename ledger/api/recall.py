@@ -27,7 +27,7 @@ from ledger.api.auth import agent_of, policy_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
 from ledger.api.pagination import Cursor
 from ledger.models import Agent, Memory, Recall, Run, Subject
-from ledger.recall import (
+from ledger.reads.recall import (
     DEFAULT_K,
     GOAL_MAX,
     ConflictGroup,

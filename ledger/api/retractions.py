@@ -33,7 +33,7 @@ from ledger.api.fields import StrictBooleanField, StrictCharField, StrictSeriali
 from ledger.api.idempotency import PREVIEW, About, idempotent
 from ledger.api.openapi import exactly
 from ledger.api.serializers import REASON_MAX
-from ledger.models import Memory, RetractionBatch, Subject
+from ledger.models import Memory, RetractionBatch
 
 OFFSET = re.compile(r"(?:[Zz]|[+-]\d{2}:?\d{2})$")
 SELECTORS = ("source_ref", "run", "agent", "written_after", "written_before")
@@ -203,7 +203,7 @@ class RetractionsView(StaffOnly):
                 expected=incoming.validated_data.get("expected"),
             )
             answer = Response(BatchSerializer(batch).data, status=status.HTTP_201_CREATED)
-            return answer, list(Subject.objects.named_in(batch))
+            return answer, list(batch.subjects())
 
         return idempotent(request, write)
 
@@ -236,6 +236,6 @@ class RetractionUndoView(StaffOnly):
             )
             # Named by the batch's subjects: its answer lists their memories.
             answer = Response(UndoReportSerializer(report).data)
-            return answer, list(Subject.objects.named_in(batch))
+            return answer, list(batch.subjects())
 
         return idempotent(request, write)

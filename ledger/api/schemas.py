@@ -14,8 +14,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from ledger.export_schema import EXPORT_SCHEMA, FORMAT
-from ledger.snapshots.schema import STATE_DOCUMENT_SCHEMA
+from ledger.reads.export_schema import EXPORT_SCHEMA, FORMAT
+from ledger.rules.snapshots.schema import STATE_DOCUMENT_SCHEMA
 
 
 class PublishedSchemaView(APIView):

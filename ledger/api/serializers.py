@@ -22,7 +22,7 @@ from ledger.api.fields import (
 )
 from ledger.api.openapi import exactly
 from ledger.models import Agent, Conflict, Memory, Run, Source, Subject
-from ledger.policy import KEY_PATTERN
+from ledger.rules.text import KEY_PATTERN
 
 EXCERPT_MAX = 2000
 REASON_MAX = 10_000

@@ -22,8 +22,6 @@ from rest_framework.views import APIView
 from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.api.auth import agent_of
 from ledger.api.fields import (
-    REF_HELP,
-    REF_PATTERN,
     RefField,
     StrictCharField,
     StrictIntegerField,
@@ -33,7 +31,8 @@ from ledger.api.fields import (
 from ledger.api.idempotency import idempotent
 from ledger.api.pagination import Cursor
 from ledger.models import Run, Snapshot, Subject
-from ledger.snapshots.schema import BUDGET_PARTS
+from ledger.rules.snapshots.schema import BUDGET_PARTS
+from ledger.rules.text import REF_HELP, REF_PATTERN
 
 DOCUMENT_MAX_BYTES = 256 * 1024
 TOKENS_MAX = 100_000_000

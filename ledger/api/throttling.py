@@ -10,8 +10,8 @@ one step that adds all of it or, over the limit, nothing.
 from __future__ import annotations
 
 import math
+import threading
 import time
-from functools import cache
 from typing import TYPE_CHECKING
 
 import redis
@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from ledger.models import Agent, RateCounter
-from ledger.rates import Rate, parse_rate
+from ledger.rules.rates import Rate, parse_rate
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
@@ -99,9 +99,23 @@ def count_request(bucket: str, window_start: int, window_end: int) -> int:
     return _count_in_database(bucket, window_start, window_end)
 
 
-@cache
+_clients: dict[str, redis.Redis] = {}
+_clients_lock = threading.Lock()
+
+
 def _redis(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url)
+    """The process's one client for ``url``, shared by its threads (the pool is thread-safe).
+
+    Built under a lock, not by ``functools.cache``: that lets the threads of a fresh worker
+    each build a client and keeps only the last, and a ``from_url`` client, when dropped,
+    closes its pool, sockets in use by another thread's pipeline included."""
+    client = _clients.get(url)
+    if client is None:
+        with _clients_lock:
+            client = _clients.get(url)
+            if client is None:
+                client = _clients[url] = redis.Redis.from_url(url)
+    return client
 
 
 def _count_in_redis(key: str, window_end: int) -> int:

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ledger.api.auth import policy_of
-from ledger.api.fields import REF_PATTERN, RefField
+from ledger.api.fields import RefField
 from ledger.api.journal import (
     JOURNAL_KEY_PATTERN,
     BoundedJSONField,
@@ -25,7 +25,7 @@ from ledger.api.ledger import LIST_PARAMETERS
 from ledger.api.notes import NOTE_KEY_PATTERN, NoteKeySerializer, NoteValueSerializer
 from ledger.api.recall import RecallParamsSerializer
 from ledger.api.serializers import MemoryWriteSerializer, SlotKeyField
-from ledger.policy import KEY_PATTERN
+from ledger.rules.text import KEY_PATTERN, REF_PATTERN
 
 # What the serializers leave unsaid, in words a model reads before calling the tool.
 DESCRIPTIONS = {

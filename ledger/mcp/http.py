@@ -19,18 +19,17 @@ from __future__ import annotations
 import anyio.to_thread
 import uvicorn
 from django.db import close_old_connections
-from django.http import HttpRequest
+from django.utils import timezone
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
 from rest_framework import exceptions
-from rest_framework.request import Request
 from starlette.datastructures import Headers
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ledger.api.auth import AgentKeyAuthentication
-from ledger.keys import KEY_PREFIX, split_key
+from ledger.actions.agents import KeyRefused, use_key
+from ledger.keys import KEY_PREFIX, key_in_header, split_key
 from ledger.mcp.server import bearer_key, build_server
 
 PATH = "/mcp"
@@ -41,24 +40,24 @@ NOT_AUTHENTICATED = -32001
 def key_holder(header: str) -> AuthenticatedUser:
     """Who this Authorization header speaks for, as the MCP SDK names a principal.
 
-    Raises the API's own refusal when the API would refuse the header.
+    Raises the API's own refusal, in its words, when the API would refuse the header.
     """
     if not header:
         raise exceptions.NotAuthenticated(
             "Send the agent's API key: 'Authorization: Bearer <API key>'."
         )
-    request = Request(HttpRequest())
-    request.META["HTTP_AUTHORIZATION"] = header
+    key = key_in_header(header)
+    if key is None:
+        raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <API key>'.")
     # Outside Django's request cycle: open and close the connection as a request would.
     close_old_connections()
     try:
-        accepted = AgentKeyAuthentication().authenticate(request)
+        agent = use_key(key, now=timezone.now()).agent
+    except KeyRefused as refused:
+        raise exceptions.AuthenticationFailed(str(refused)) from None
     finally:
         close_old_connections()
-    # authenticate() returns None only for an empty header, refused above.
-    assert accepted is not None
-    agent = accepted[1]
-    parts = split_key(header.partition(" ")[2].strip())
+    parts = split_key(key)
     # An accepted key is well formed, so it has a prefix.
     assert parts is not None
     prefix = parts[0]

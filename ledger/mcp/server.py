@@ -35,8 +35,7 @@ from mcp_types import (
     TextContent,
     Tool,
 )
-
-from ledger.client import BadRequest, MemoryAdminError, MemoryClient
+from memoryadmin_client import BadRequest, MemoryAdminError, MemoryClient
 
 KEY_ENV = "MEMORYADMIN_KEY"
 INSTRUCTIONS = (

@@ -6,8 +6,9 @@ from django.core.management.base import CommandError
 from django.db import migrations, models
 from django.db.backends.base.schema import BaseDatabaseSchemaEditor
 
-from ledger import audit_chain
-from ledger.actions.erasure import ERASABLE, Erasable
+from ledger.reads import audit_chain
+from ledger.actions import seals
+from ledger.models.erasable import ERASABLE, Erasable
 
 # audit rechain: what this migration changes in the audit chain's layout, written out here
 # so that the step means the same whatever later releases change (ledger.audit_chain).
@@ -64,8 +65,8 @@ def _rechain(apps: Apps, *, forwards: bool, release: str) -> None:
     for old, new in _layouts(apps):
         check, seal = (old, new) if forwards else (new, old)
         try:
-            count = audit_chain.reseal(check, seal)
-        except audit_chain.ChainDoesNotFollow as failure:
+            count = seals.reseal(check, seal)
+        except seals.ChainDoesNotFollow as failure:
             raise CommandError(
                 f"The audit chain of {check.table} does not follow as {release} sealed it, so "
                 f"this migration reseals nothing and stops: {failure}. Run `manage.py "

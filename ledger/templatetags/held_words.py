@@ -3,12 +3,12 @@ review, so whoever confirms it knows what they accept; empty when nothing in its
 
 from django import template
 
-from ledger import policy
 from ledger.models import Memory
+from ledger.rules.holds import held_for_review
 
 register = template.Library()
 
 
 @register.filter
 def why_held(memory: Memory) -> str:
-    return policy.held_for_review(status=memory.status, statement=memory.statement)
+    return held_for_review(status=memory.status, statement=memory.statement)

@@ -3,7 +3,7 @@ statement, without doubling the statement's own full stop."""
 
 from django import template
 
-from ledger.views.presenting import full_stop
+from ledger.words import full_stop
 
 register = template.Library()
 register.filter("full_stop", full_stop)

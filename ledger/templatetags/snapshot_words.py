@@ -2,7 +2,7 @@
 
 from django import template
 
-from ledger.snapshots.checks import CHECK_TITLES
+from ledger.rules.snapshots.checks import CHECK_TITLES
 
 register = template.Library()
 

@@ -18,151 +18,66 @@ from datetime import datetime
 from typing import Any
 
 from django import forms
-from django.contrib import messages
 from django.db.models import Max, Prefetch, Q
-from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods
 
-from ledger import policy
 from ledger.actions.agents import create_agent, restrict_agent, revoke_agent, rotate_agent_key
 from ledger.actors import Actor
 from ledger.choices import ActorRole
 from ledger.dates import when
 from ledger.models import Agent, AgentKey
-from ledger.revocations import Revocation, revocation_of
+from ledger.reads.names import Names
+from ledger.reads.revocations import Revocation, revocation_of
+from ledger.rules.agents import (
+    GRACE_HOURS_MAX,
+    Restriction,
+    restriction_reason,
+)
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer
+from ledger.views.forms.agents import (
+    SCOPE_WORDS,
+    AgentForm,
+    RestrictForm,
+    RevokeForm,
+    RotateForm,
+)
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.presenting import Change, Names, Step
+from ledger.views.presenting import Change, Step
 
 LIST_TEMPLATE = "ledger/agents.html"
 AGENT_TEMPLATE = "ledger/agent.html"
-REASON_MAX = 2000
 # The newest history rows an agent's page shows, of the agent and of its keys each.
 HISTORY_SHOWN = 100
 
-SCOPE_WORDS = {
-    Agent.Scope.READ: "Read: recall memories, read the ledger, the journal and run notes.",
-    Agent.Scope.WRITE: "Write: write memories, ledger entries, the journal, notes and snapshots.",
-    Agent.Scope.STAFF: "Staff: delete memories in batches across every subject "
-    "(support's tooling). Give it only to a tool people run.",
-}
-SCOPE_LIST = "read, write or staff"
-
 # What each restriction does, as the admin reads it beside its switch.
 RESTRICTION_HELP = {
-    policy.Restriction.WRITES_PAUSED: "Its memory and ledger writes, corrections, deletions "
+    Restriction.WRITES_PAUSED: "Its memory and ledger writes, corrections, deletions "
     "and new journal intents are refused, with your reason. Reads, run notes, snapshots "
     "and outcomes of side effects it already journaled still work.",
-    policy.Restriction.QUARANTINED: "Everything it writes lands as waiting for a person's "
+    Restriction.QUARANTINED: "Everything it writes lands as waiting for a person's "
     "confirmation, and its repeats never make a memory active. What cannot wait (a ledger "
     "entry, a correction, a deletion) is refused.",
-    policy.Restriction.STATED_UNTRUSTED: "What it says the person said (a stated memory from "
+    Restriction.STATED_UNTRUSTED: "What it says the person said (a stated memory from "
     "the person's message) is taken as its own claim and waits for a person's "
     "confirmation. What it read from a tool is unaffected.",
 }
 RESTRICTION_BUTTONS = {
-    policy.Restriction.WRITES_PAUSED: ("Pause its writes", "Lift the pause"),
-    policy.Restriction.QUARANTINED: ("Quarantine it", "End the quarantine"),
-    policy.Restriction.STATED_UNTRUSTED: ("Stop trusting its stated memories", "Trust them again"),
+    Restriction.WRITES_PAUSED: ("Pause its writes", "Lift the pause"),
+    Restriction.QUARANTINED: ("Quarantine it", "End the quarantine"),
+    Restriction.STATED_UNTRUSTED: ("Stop trusting its stated memories", "Trust them again"),
 }
 # The status word and badge of each restriction in the agents list.
 RESTRICTION_STATUS = {
-    policy.Restriction.WRITES_PAUSED: ("paused", "writes paused"),
-    policy.Restriction.QUARANTINED: ("quarantined", "quarantined"),
-    policy.Restriction.STATED_UNTRUSTED: ("distrusted", "not trusted for stated memories"),
+    Restriction.WRITES_PAUSED: ("paused", "writes paused"),
+    Restriction.QUARANTINED: ("quarantined", "quarantined"),
+    Restriction.STATED_UNTRUSTED: ("distrusted", "not trusted for stated memories"),
 }
-
-
-class ReasonField(forms.CharField):
-    """Why: required, kept in the agent's history, free of invisible characters."""
-
-    def __init__(self, *, why: str) -> None:
-        super().__init__(
-            max_length=REASON_MAX,
-            error_messages={
-                "required": f"Say why {why}: the reason is kept in the agent's history.",
-                "max_length": "Keep the reason to %(limit_value)d characters "
-                "(this one has %(show_value)d).",
-            },
-        )
-
-    def clean(self, value: Any) -> str:
-        reason: str = super().clean(value)
-        bad = policy.forbidden_in_excerpt(reason)
-        if bad:
-            raise forms.ValidationError(f"The reason holds an invisible character ({bad}).")
-        return reason
-
-
-class AgentForm(forms.Form):
-    name = forms.CharField(
-        max_length=100,
-        error_messages={
-            "required": "Give the agent a name, such as crm-assistant.",
-            "max_length": "Keep the name to %(limit_value)d characters.",
-        },
-    )
-    scopes = forms.MultipleChoiceField(
-        choices=list(SCOPE_WORDS.items()),
-        error_messages={
-            "required": f"Choose at least one scope: {SCOPE_LIST}.",
-            "invalid_choice": f"'%(value)s' is not a scope: choose {SCOPE_LIST}.",
-        },
-    )
-
-    def clean_name(self) -> str:
-        name: str = self.cleaned_data["name"]
-        try:
-            policy.refuse_bad_agent_name(name)
-        except policy.Refusal as refusal:
-            raise forms.ValidationError(refusal.detail) from None
-        return name
-
-
-class RotateForm(forms.Form):
-    grace_hours = forms.IntegerField(
-        min_value=0,
-        max_value=policy.GRACE_HOURS_MAX,
-        error_messages={
-            "required": "Say how many hours the old key keeps working "
-            f"(0 to {policy.GRACE_HOURS_MAX}).",
-            "invalid": f"Give the grace period in whole hours, 0 to {policy.GRACE_HOURS_MAX}.",
-            "min_value": f"The grace period is between 0 and {policy.GRACE_HOURS_MAX} hours.",
-            "max_value": f"The grace period is between 0 and {policy.GRACE_HOURS_MAX} hours "
-            "(30 days).",
-        },
-    )
-    reason = ReasonField(why="the key is rotated")
-    # The newest key when the page was shown: a second submit of the same form (a reload)
-    # must not rotate again and cut short the key that was just handed out.
-    newest = forms.CharField(max_length=16, required=False)
-
-
-class RevokeForm(forms.Form):
-    reason = ReasonField(why="the agent is revoked")
-    confirm = forms.BooleanField(
-        error_messages={
-            "required": "Tick the box to confirm: every key of this agent stops working at once."
-        }
-    )
-
-
-class RestrictForm(forms.Form):
-    restriction = forms.ChoiceField(
-        choices=[(r.value, r.words) for r in policy.Restriction],
-        error_messages={"invalid_choice": "Choose writes_paused, quarantined or stated_untrusted."},
-    )
-    on = forms.TypedChoiceField(
-        choices=[("1", "on"), ("0", "off")],
-        coerce=lambda value: value == "1",
-        error_messages={
-            "invalid_choice": "Say whether to put the restriction on (1) or lift it (0)."
-        },
-    )
-    reason = ReasonField(why="the agent's writes change")
 
 
 def _errors(form: forms.Form) -> dict[str, str]:
@@ -176,7 +91,7 @@ def statuses(agent: Agent) -> list[tuple[str, str]]:
     """The agent's status as (badge class, words): revoked, its restrictions, or active."""
     if not agent.is_active:
         return [("revoked", "revoked")]
-    on = [RESTRICTION_STATUS[r] for r in policy.Restriction if policy.restriction_reason(agent, r)]
+    on = [RESTRICTION_STATUS[r] for r in Restriction if restriction_reason(agent, r)]
     return on or [("active", "active")]
 
 
@@ -220,7 +135,7 @@ def agent_new(request: SignedInRequest) -> HttpResponse:
             scopes=form.cleaned_data["scopes"],
             actor=Actor.for_user(request.user),
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         field_name = "scopes" if refusal.code == "scopes_required" else "name"
         # A working agent's name leads to its rotation; a revoked one's to its history.
         named = form.cleaned_data["name"]
@@ -279,7 +194,7 @@ class KeyRow:
 
 @dataclass(frozen=True)
 class RestrictionRow:
-    restriction: policy.Restriction
+    restriction: Restriction
     because: str
     help: str
     put_on: str
@@ -336,14 +251,14 @@ def _agent_context(request: SignedInRequest, agent: Agent, **extra: Any) -> dict
     restrictions = [
         RestrictionRow(
             restriction=r,
-            because=policy.restriction_reason(agent, r),
+            because=restriction_reason(agent, r),
             help=RESTRICTION_HELP[r],
             put_on=RESTRICTION_BUTTONS[r][0],
             lift=RESTRICTION_BUTTONS[r][1],
             error=errors.get("reason", "") if restrict.get("restriction") == r else "",
             typed=restrict.get("reason", "") if restrict.get("restriction") == r else "",
         )
-        for r in policy.Restriction
+        for r in Restriction
     ]
     context: dict[str, Any] = {
         "agent": agent,
@@ -353,7 +268,7 @@ def _agent_context(request: SignedInRequest, agent: Agent, **extra: Any) -> dict
         "keys": [KeyRow(k, k.works_at(now), _key_state(k, agent, now)) for k in keys],
         "newest": keys[0].prefix if keys else "",
         "restrictions": restrictions,
-        "grace_max": policy.GRACE_HOURS_MAX,
+        "grace_max": GRACE_HOURS_MAX,
         "history": _history(request, agent),
         "errors": errors,
         "form": {},
@@ -369,8 +284,10 @@ def agent_page(request: SignedInRequest, name: str) -> HttpResponse:
     return render(request, AGENT_TEMPLATE, _agent_context(request, agent))
 
 
-def _to_page(agent: Agent, part: str = "") -> HttpResponse:
-    return HttpResponseRedirect(reverse("agent", args=[agent.name]) + part)
+def _to_page(
+    request: SignedInRequest, agent: Agent, part: str = "", message: str = ""
+) -> HttpResponse:
+    return answer(request, redirect_to=reverse("agent", args=[agent.name]) + part, message=message)
 
 
 @admin_only
@@ -379,7 +296,7 @@ def agent_rotate(request: SignedInRequest, name: str) -> HttpResponse:
     """A new key, shown once; the old ones keep working for the grace period chosen."""
     agent = get_object_or_404(Agent, name=name)
     if request.method == "GET":
-        return _to_page(agent, "#rotate")
+        return _to_page(request, agent, "#rotate")
     form = RotateForm(request.POST)
     if not form.is_valid():
         return _refused(request, agent, "rotate", form, _errors(form), 400)
@@ -391,7 +308,7 @@ def agent_rotate(request: SignedInRequest, name: str) -> HttpResponse:
             reason=form.cleaned_data["reason"],
             expected_newest=form.cleaned_data["newest"] or None,
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         field_name = "grace_hours" if refusal.code == "grace_out_of_range" else "rotate"
         return _refused(
             request, agent, "rotate", form, {field_name: refusal.detail}, refusal.status
@@ -408,7 +325,7 @@ def agent_revoke(request: SignedInRequest, name: str) -> HttpResponse:
     """Every key of the agent stops working at once."""
     agent = get_object_or_404(Agent, name=name)
     if request.method == "GET":
-        return _to_page(agent, "#revoke")
+        return _to_page(request, agent, "#revoke")
     form = RevokeForm(request.POST)
     if not form.is_valid():
         return _refused(request, agent, "revoke", form, _errors(form), 400)
@@ -416,10 +333,9 @@ def agent_revoke(request: SignedInRequest, name: str) -> HttpResponse:
         agent = revoke_agent(
             agent=agent, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _refused(request, agent, "revoke", form, {"revoke": refusal.detail}, refusal.status)
-    messages.success(request, "Revoked: every key of this agent stopped working.")
-    return _to_page(agent)
+    return _to_page(request, agent, message="Revoked: every key of this agent stopped working.")
 
 
 @admin_only
@@ -428,7 +344,7 @@ def agent_restrict(request: SignedInRequest, name: str) -> HttpResponse:
     """Put one restriction on the agent's writes, or lift it, with a reason."""
     agent = get_object_or_404(Agent, name=name)
     if request.method == "GET":
-        return _to_page(agent, "#restrictions")
+        return _to_page(request, agent, "#restrictions")
     form = RestrictForm(request.POST)
     typed = {
         "restriction": request.POST.get("restriction", ""),
@@ -438,7 +354,7 @@ def agent_restrict(request: SignedInRequest, name: str) -> HttpResponse:
         errors = _errors(form)
         message = errors.get("reason") or " ".join(errors.values())
         return _restrict_refused(request, agent, typed, message, 400)
-    restriction = policy.Restriction(form.cleaned_data["restriction"])
+    restriction = Restriction(form.cleaned_data["restriction"])
     on: bool = form.cleaned_data["on"]
     try:
         agent = restrict_agent(
@@ -448,18 +364,20 @@ def agent_restrict(request: SignedInRequest, name: str) -> HttpResponse:
             on=on,
             reason=form.cleaned_data["reason"],
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _restrict_refused(request, agent, typed, refusal.detail, refusal.status)
-    messages.success(
-        request, f"{restriction.change(on=on)}. Your reason is in the agent's history below."
+    return _to_page(
+        request,
+        agent,
+        "#restrictions",
+        message=f"{restriction.change(on=on)}. Your reason is in the agent's history below.",
     )
-    return _to_page(agent, "#restrictions")
 
 
 def _restrict_refused(
     request: SignedInRequest, agent: Agent, typed: dict[str, str], message: str, status: int
 ) -> HttpResponse:
-    if typed["restriction"] not in policy.Restriction or not agent.is_active:
+    if typed["restriction"] not in Restriction or not agent.is_active:
         # No restriction form (of that name, or at all on a revoked agent's page) to show the
         # error beside: say it at the top.
         context = _agent_context(request, agent, errors={"restrict": message})
@@ -540,7 +458,7 @@ def _agent_step(row: Any, previous: Any | None) -> tuple[str, list[Change]]:
     ]
     if previous.is_active and not row.is_active:
         return "Revoked", changes
-    for restriction in policy.Restriction:
+    for restriction in Restriction:
         before, after = getattr(previous, restriction.field), getattr(row, restriction.field)
         if before != after:
             return restriction.change(on=bool(after)), changes

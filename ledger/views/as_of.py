@@ -6,14 +6,15 @@ from __future__ import annotations
 from datetime import datetime, time
 
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.views.decorators.http import require_GET
 
-from ledger.as_of import AROUND, RECALLS_AROUND, as_of, recalls_around
 from ledger.dates import FIRST_YEAR, LAST_YEAR, askable
 from ledger.models import Subject
+from ledger.reads.as_of import AROUND, RECALLS_AROUND, as_of, recalls_around
+from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest, support_only
 
 
@@ -60,5 +61,10 @@ def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
         context["in_future"] = at > timezone.now()
         context["recalls"] = recalls_around(subject, at)
         context["picker"] = timezone.localtime(at).strftime("%Y-%m-%dT%H:%M")
-    template = "ledger/as_of.html#result" if request.htmx else "ledger/as_of.html"
-    return render(request, template, context, status=status)
+    return answer(
+        request,
+        fragment="ledger/as_of.html#result",
+        page="ledger/as_of.html",
+        context=context,
+        status=status,
+    )

@@ -7,11 +7,7 @@ from __future__ import annotations
 import csv
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import date
-from typing import Any
 
-from django import forms
-from django.contrib.auth.models import User
 from django.http import HttpResponse, HttpResponseBase, QueryDict, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -20,20 +16,18 @@ from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
 from django_htmx.http import push_url
 
-from ledger import audit, policy
 from ledger.actors import Actor
 from ledger.choices import ActorRole
-from ledger.dates import day_window
-from ledger.models import Agent
-from ledger.views.forms import DayField
+from ledger.reads import audit
+from ledger.reads.names import Names
+from ledger.views.answers import answer
+from ledger.views.forms.search import AuditForm
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.presenting import Names
 
 TEMPLATE = "ledger/audit.html"
 PAGE_SIZE = 50
 # Entries the export reads at a time: memory stays flat however long the log is.
 CSV_CHUNK = 500
-ANY = [("", "Any")]
 CURSOR = "after"
 CSV_HEADER = [
     "entry",
@@ -53,96 +47,6 @@ CSV_HEADER = [
 ]
 # A spreadsheet runs a cell that starts with one of these as a formula.
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-class AuditForm(forms.Form):
-    person = forms.CharField(label="Person (username)", max_length=150, required=False)
-    agent = forms.CharField(label="Agent (name)", max_length=100, required=False)
-    role = forms.ChoiceField(label="Role", choices=ANY + list(ActorRole.choices), required=False)
-    subject = forms.CharField(label="Subject (reference)", max_length=100, required=False)
-    action = forms.ChoiceField(
-        label="Action",
-        choices=ANY + [(words, words) for words in audit.ACTIONS.values()],
-        required=False,
-    )
-    kind = forms.ChoiceField(label="Kind of object", required=False)
-    start = DayField(label="From (day)", required=False)
-    end = DayField(label="To (day, included)", required=False)
-    after = forms.CharField(label="Older entries", max_length=300, required=False)
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        named = sorted(audit.kinds().items(), key=lambda item: item[1])
-        self.fields["kind"].choices = ANY + [(kind, label) for kind, label in named]  # type: ignore[attr-defined]
-
-    def _text(self, name: str) -> str:
-        value: str = self.cleaned_data[name].strip()
-        bad = policy.forbidden_character(value)
-        if bad:
-            raise forms.ValidationError(f"It holds an invisible character ({bad}).")
-        return value
-
-    def clean_person(self) -> str:
-        username = self._text("person")
-        if username and not User.objects.filter(username=username).exists():
-            raise forms.ValidationError(f"Nobody is called “{username}”.")
-        return username
-
-    def clean_agent(self) -> str:
-        name = self._text("agent")
-        if name and not Agent.objects.filter(name=name).exists():
-            raise forms.ValidationError(f"No agent is called “{name}”.")
-        return name
-
-    def clean_subject(self) -> int | None:
-        ref = self._text("subject")
-        if not ref:
-            return None
-        found = audit.subject_id_for(ref)
-        if found is None:
-            raise forms.ValidationError(f"No subject has the reference “{ref}”.")
-        return found
-
-    def clean_after(self) -> audit.Cursor | None:
-        text = self.cleaned_data["after"].strip()
-        try:
-            return audit.Cursor.decode(text) if text else None
-        except audit.BadCursor as error:
-            raise forms.ValidationError(str(error)) from error
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if data.get("person") and data.get("agent"):
-            self.add_error("agent", "Choose a person or an agent: each change has one author.")
-        start, end = data.get("start"), data.get("end")
-        if isinstance(start, date) and isinstance(end, date) and end < start:
-            self.add_error("end", "This day comes before the first one.")
-        return data
-
-    def filters(self) -> audit.Filters:
-        data = self.cleaned_data
-        start, end = day_window(data["start"], data["end"])
-        if data["person"]:
-            actor = Actor.label_for_user(data["person"])
-        else:
-            actor = f"agent:{data['agent']}" if data["agent"] else ""
-        return audit.Filters(
-            actor=actor,
-            role=data["role"],
-            subject_id=data["subject"],
-            action=data["action"],
-            kind=data["kind"],
-            start=start,
-            end=end,
-        )
-
-    def problems(self) -> list[str]:
-        """Every error, each naming its field."""
-        return [
-            f"{self.fields[name].label}: {error}" if name in self.fields else str(error)
-            for name, errors in self.errors.items()
-            for error in errors
-        ]
 
 
 @dataclass(frozen=True)
@@ -180,10 +84,9 @@ def _unknown(data: QueryDict) -> list[str]:
 
 def _refused(request: SignedInRequest, form: AuditForm, problems: list[str]) -> HttpResponse:
     context = {"form": form, "problems": problems}
-    template = f"{TEMPLATE}#results" if request.htmx else TEMPLATE
-    response = render(request, template, context, status=400)
-    patch_vary_headers(response, ("HX-Request",))
-    return response
+    return answer(
+        request, fragment=f"{TEMPLATE}#results", page=TEMPLATE, context=context, status=400
+    )
 
 
 def _checked(request: SignedInRequest) -> AuditForm | HttpResponse:

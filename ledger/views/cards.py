@@ -15,10 +15,17 @@ from django.db.models import Prefetch
 from django.urls import reverse
 from django.utils import timezone
 
-from ledger import access, policy
+from ledger import access
 from ledger.actors import Actor
 from ledger.choices import CORRECTIONS
 from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Subject
+from ledger.rules.memories import (
+    MemoryMove,
+    allows,
+    default_renew_period,
+    is_actionable,
+    renew_periods,
+)
 from ledger.views.presenting import day, expiring_soon_days, origin, said_label
 
 # A stand-in id: each address a card links to is reversed once a page with it, and each
@@ -257,8 +264,8 @@ def card_for(memory: Memory, context: CardContext) -> Card:
         badges.append(("withheld", "not used by the assistant"))
     withhold_offer = ""
     if context.may_withhold:
-        move = policy.MemoryMove.ALLOW if memory.withheld else policy.MemoryMove.WITHHOLD
-        if policy.allows(memory.status, move):
+        move = MemoryMove.ALLOW if memory.withheld else MemoryMove.WITHHOLD
+        if allows(memory.status, move):
             withhold_offer = "Use it again" if memory.withheld else "Don’t use this"
     return Card(
         memory=memory,
@@ -270,7 +277,7 @@ def card_for(memory: Memory, context: CardContext) -> Card:
         badges=badges,
         conflict_id=conflict_id,
         expired=expired,
-        actionable=policy.is_actionable(memory.status),
+        actionable=is_actionable(memory.status),
         usage=context.usage.get(str(memory.pk)),
         withhold_offer=withhold_offer,
         renew_options=renew_options(memory, context) if expired else [],
@@ -279,12 +286,12 @@ def card_for(memory: Memory, context: CardContext) -> Card:
 
 def renew_options(memory: Memory, context: CardContext) -> list[RenewOption]:
     """The periods offered to renew ``memory``, each with the day it would then last until."""
-    chosen = policy.default_renew_period(context.write_policy, kind=memory.kind, basis=memory.basis)
+    chosen = default_renew_period(context.write_policy, kind=memory.kind, basis=memory.basis)
     return [
         RenewOption(
             days=period.days,
             text=f"{period.words} (until {day(context.now + timedelta(days=period.days))})",
             selected=period == chosen,
         )
-        for period in policy.renew_periods(context.write_policy, basis=memory.basis)
+        for period in renew_periods(context.write_policy, basis=memory.basis)
     ]

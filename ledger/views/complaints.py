@@ -9,58 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime
-from typing import Any
 
-from django import forms
-from django.db.models import QuerySet
 from django.http import HttpResponse
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from ledger.dates import day_window
 from ledger.models import Memory, RecallItem, Subject
-from ledger.recall import Ranked, goal_terms, rank_by_terms
-from ledger.views.forms import DayField
+from ledger.reads.recall import Ranked, goal_terms, rank_by_terms
+from ledger.views.answers import answer
+from ledger.views.forms.search import ComplaintForm
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.presenting import STATUS_CHANGES
 
 # The memories listed; a subject rarely has more recalled in one stretch.
 SHOWN = 100
-
-
-class ComplaintForm(forms.Form):
-    """What support knows of a complaint; ``subjects`` are the ones the viewer may see."""
-
-    subject = forms.CharField(label="Subject (reference or name)", max_length=200)
-    start = DayField(label="From (day)", required=False)
-    end = DayField(label="To (day, included)", required=False)
-    phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
-
-    def __init__(self, *args: Any, subjects: QuerySet[Subject], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.subjects = subjects
-
-    def clean_subject(self) -> Subject:
-        """A subject's reference, or its name when exactly one subject has it."""
-        typed = self.cleaned_data["subject"].strip()
-        subject = self.subjects.filter(ref=typed).first()
-        if subject is not None:
-            return subject
-        named = list(self.subjects.filter(display_name__iexact=typed)[:2])
-        if len(named) == 1:
-            return named[0]
-        if named:
-            raise forms.ValidationError(
-                f"More than one subject is called “{typed}”: give the reference instead."
-            )
-        raise forms.ValidationError(f"No subject has the reference or name “{typed}”.")
-
-    def clean(self) -> dict[str, object] | None:
-        data = super().clean() or {}
-        start, end = data.get("start"), data.get("end")
-        if isinstance(start, date) and isinstance(end, date) and start > end:
-            raise forms.ValidationError("The first day comes after the last one.")
-        return data
 
 
 @dataclass(frozen=True)
@@ -122,5 +84,10 @@ def complaint_page(request: SignedInRequest) -> HttpResponse:
         )
     elif asked:
         status = 400
-    template = "ledger/complaint.html#result" if request.htmx else "ledger/complaint.html"
-    return render(request, template, context, status=status)
+    return answer(
+        request,
+        fragment="ledger/complaint.html#result",
+        page="ledger/complaint.html",
+        context=context,
+        status=status,
+    )

@@ -15,18 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
-from django.contrib import messages
-from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_POST
 
-from ledger import access, policy
+from ledger import access
 from ledger.actions.reverts import revert_correction
 from ledger.actors import Actor
 from ledger.choices import ActorRole
-from ledger.corrections import (
+from ledger.dates import day_window
+from ledger.models import Erasure, Memory, Source
+from ledger.reads.corrections import (
     Reads,
     Version,
     chain_of,
@@ -36,18 +37,20 @@ from ledger.corrections import (
     reads_after_each,
     why,
 )
-from ledger.dates import day_window
-from ledger.models import Erasure, Memory, Source, Subject
-from ledger.views.forms import DayField
+from ledger.reads.names import Names
+from ledger.rules.memories import revert_refusal
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer, refused
+from ledger.views.forms.memories import REVERT_REASON_MAX, RevertForm
+from ledger.views.forms.search import CorrectionFilters
 from ledger.views.http import SignedInRequest, admin_only
 from ledger.views.paging import BadCursor, asked, keyset_page, next_query
-from ledger.views.presenting import Names, said_label, source_words, status_words
+from ledger.views.presenting import said_label, source_words, status_words
 
 LIST_TEMPLATE = "ledger/corrections.html"
 DETAIL_TEMPLATE = "ledger/correction.html"
 ERASURES_TEMPLATE = "ledger/erasures.html"
 PAGE_SIZE = 50
-REASON_MAX = 500
 
 # A person in the audit is named with the role they had when they acted.
 ROLE_WORDS: dict[str, str] = {
@@ -55,10 +58,6 @@ ROLE_WORDS: dict[str, str] = {
     ActorRole.SUPPORT: "support",
     ActorRole.ADMIN: "an admin",
 }
-# The roles that correct on the dashboard, worded as the audit log's role filter words them.
-WHO_CHOICES = [("", "Any")] + [
-    (role.value, role.label) for role in (ActorRole.PERSON, ActorRole.SUPPORT, ActorRole.ADMIN)
-]
 
 
 def who_words(names: Names, label: str, role: str) -> str:
@@ -72,27 +71,6 @@ def who_words(names: Names, label: str, role: str) -> str:
 
 def _unknown(data: QueryDict, form: type[forms.Form]) -> list[str]:
     return sorted(name[:50] for name in data if name not in form.base_fields)
-
-
-class CorrectionFilters(forms.Form):
-    # The labels are the audit log's: the same words filter both pages.
-    who = forms.ChoiceField(required=False, choices=WHO_CHOICES, label="Role")
-    person = forms.CharField(required=False, max_length=150, label="Person (username)")
-    subject = forms.CharField(required=False, max_length=100, label="Subject (reference)")
-    written_from = DayField(required=False, label="From (day)")
-    written_to = DayField(required=False, label="To (day, included)")
-    after = forms.CharField(required=False, label="Next page")
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        start, end = data.get("written_from"), data.get("written_to")
-        if start and end and end < start:
-            self.add_error("written_to", "“To” is before “from”.")
-        ref = data.get("subject") or ""
-        data["subject_row"] = Subject.objects.filter(ref=ref).first() if ref else None
-        if ref and data["subject_row"] is None:
-            self.add_error("subject", f"No subject has the reference “{ref}”.")
-        return data
 
 
 @dataclass(frozen=True)
@@ -251,7 +229,7 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
             ],
         )
 
-    refusal = policy.revert_refusal(
+    refusal = revert_refusal(
         is_correction=True, status=memory.status, restored_status=original.status
     )
     reads: Reads = reads_after(original, memory.written_at)
@@ -263,7 +241,7 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
             memory=successor,
             who=authors.get(successor.pk, "someone unrecorded"),
             why=why(successor.author_reason),  # type: ignore[attr-defined]
-            revertable=policy.revert_refusal(
+            revertable=revert_refusal(
                 is_correction=True, status=successor.status, restored_status=memory.status
             )
             is None,
@@ -295,7 +273,7 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
         "latest": chain[-1],
         "may_revert": refusal is None,
         "not_revertable": refusal.detail if refusal else "",
-        "reason_max": REASON_MAX,
+        "reason_max": REVERT_REASON_MAX,
         "reason": "",
         "error": "",
         **extra,
@@ -311,18 +289,6 @@ def correction(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     return render(request, DETAIL_TEMPLATE, _detail_context(request, memory))
 
 
-class RevertForm(forms.Form):
-    reason = forms.CharField(
-        max_length=REASON_MAX,
-        error_messages={
-            "required": "Say why this correction is reverted: the reason is kept in the "
-            "history of both memories. Nothing was changed.",
-            "max_length": "Keep the reason to %(limit_value)d characters (this one has "
-            "%(show_value)d). Nothing was changed.",
-        },
-    )
-
-
 @admin_only
 @require_POST
 def correction_revert(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
@@ -335,35 +301,36 @@ def correction_revert(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     try:
         if not form.is_valid():
             problem = " ".join(str(e) for errors in form.errors.values() for e in errors)
-            raise policy.Refusal("reason_invalid", problem, 400)
+            raise Refusal("reason_invalid", problem, 400)
         copy = revert_correction(
             memory=memory, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         shown = listing(Memory.objects.visible_to(request.user)).filter(pk=pk).first()
         if shown is None:
             # Not a correction: it has no page here, only the refusal in words.
-            context = {"error": refusal.detail, "memory": memory, "refused_only": True}
-            return _detail_response(request, context, refusal.status, "#refused")
-        context = _detail_context(request, shown, error=refusal.detail, reason=typed)
-        return _detail_response(request, context, refusal.status)
-    if not request.htmx:
-        messages.success(
+            return refused(
+                request,
+                refusal,
+                fragment=f"{DETAIL_TEMPLATE}#refused",
+                page=DETAIL_TEMPLATE,
+                context={"memory": memory, "refused_only": True},
+            )
+        return refused(
             request,
-            "Reverted: the words this correction replaced are the current memory again. "
-            "The revert is in the audit, and can itself be reverted from its own page.",
+            refusal,
+            fragment=f"{DETAIL_TEMPLATE}#correction",
+            page=DETAIL_TEMPLATE,
+            context=lambda: _detail_context(request, shown, reason=typed),
         )
-        return HttpResponseRedirect(reverse("audit-correction", args=[memory.pk]))
-    return _detail_response(
-        request, _detail_context(request, _correction(request, pk), reverted=copy), 200
+    return answer(
+        request,
+        fragment=f"{DETAIL_TEMPLATE}#correction",
+        context=lambda: _detail_context(request, _correction(request, pk), reverted=copy),
+        redirect_to=reverse("audit-correction", args=[memory.pk]),
+        message="Reverted: the words this correction replaced are the current memory again. "
+        "The revert is in the audit, and can itself be reverted from its own page.",
     )
-
-
-def _detail_response(
-    request: SignedInRequest, context: dict[str, Any], status: int, partial: str = "#correction"
-) -> HttpResponse:
-    template = DETAIL_TEMPLATE + (partial if request.htmx else "")
-    return render(request, template, context, status=status)
 
 
 # The kinds of rows an erasure blanks, as its record counts them: field, one, many.

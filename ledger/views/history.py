@@ -19,13 +19,17 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from ledger import access, policy, recall_log
-from ledger.corrections import version_ids
+from ledger import access
 from ledger.models import Conflict, LedgerEntry, Memory, Policy, Source, WriteDecision
-from ledger.recall_log import ServedRead
+from ledger.reads import recall_log
+from ledger.reads.corrections import version_ids
+from ledger.reads.names import Names
+from ledger.reads.recall_log import ServedRead
+from ledger.rules.agents import Restriction
+from ledger.rules.holds import HELD_FOR_REVIEW
 from ledger.views.http import SignedInRequest
 from ledger.views.memories import describe, is_own, visible_memory
-from ledger.views.presenting import Names, day, source_words, status_words, steps
+from ledger.views.presenting import day, source_words, status_words, steps
 
 # The latest reads of one version on its history page; the API lists them all.
 READS_SHOWN = 50
@@ -58,18 +62,18 @@ OUTCOME_TITLES: dict[str, str] = {
     WriteDecision.Outcome.CONFLICT: "Accepted, in conflict",
     WriteDecision.Outcome.REFUSED: "Refused",
 }
-# What an admin's restriction (the decision's code, ``policy.Restriction.code``) means,
+# What an admin's restriction (the decision's code, ``Restriction.code``) means,
 # and the opening of the gate's reason that says the same, so it is said once.
 HOLDS: dict[str, tuple[str, str]] = {
-    policy.Restriction.QUARANTINED.code: (
+    Restriction.QUARANTINED.code: (
         "the agent is quarantined by an admin",
         "Quarantined by an admin: ",
     ),
-    policy.Restriction.STATED_UNTRUSTED.code: (
+    Restriction.STATED_UNTRUSTED.code: (
         "the agent is not trusted for what people said",
         "This agent is not trusted for what people said: ",
     ),
-    policy.HELD_FOR_REVIEW: ("its words need a person's review", "Held for a person's review: "),
+    HELD_FOR_REVIEW: ("its words need a person's review", "Held for a person's review: "),
 }
 # The openings of the gate's reasons that repeat the outcome's title.
 ACCEPTED_OPENING = "Accepted: "

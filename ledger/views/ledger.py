@@ -13,13 +13,13 @@ from urllib.parse import quote, urlencode
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
 from ledger import access
 from ledger.choices import LEDGER_KIND_READINGS, LedgerKind
-from ledger.models import LedgerEntry, Subject
-from ledger.querysets import LedgerEntryQuerySet
+from ledger.models import LedgerEntry, LedgerEntryQuerySet, Subject
+from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest
 
 TEMPLATE = "ledger/subject_ledger.html"
@@ -121,5 +121,4 @@ def subject_ledger(request: SignedInRequest, ref: str) -> HttpResponse:
         if staff
         else [],
     }
-    template = f"{TEMPLATE}#sections" if request.htmx else TEMPLATE
-    return render(request, template, context)
+    return answer(request, fragment=f"{TEMPLATE}#sections", page=TEMPLATE, context=context)

@@ -1,8 +1,9 @@
 """The subject page: what the assistant remembers about someone, and every fix a person makes.
 
 Each action has an htmx path (a fragment swapped into the page, no reload) and a plain
-path (a redirect back to the page) so the page works without JavaScript too. Every lookup
-goes through the viewer's scope, so a memory they may not see is a 404 for every action.
+path (a redirect back to the page) so the page works without JavaScript too; both, and a
+refusal, are answered through ``ledger.views.answers``. Every lookup goes through the
+viewer's scope, so a memory they may not see is a 404 for every action.
 """
 
 from __future__ import annotations
@@ -13,22 +14,20 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
-from ledger import access, policy
+from ledger import access
 from ledger.actions.conflicts import dismiss_conflict, keep_commitment, resolve_conflict
 from ledger.actions.lifecycle import (
-    confirm_memory,
+    answer_question,
     correct_memory,
     renew_memory,
     restore_memory,
@@ -36,19 +35,19 @@ from ledger.actions.lifecycle import (
     withhold_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, LedgerEntry, Memory, Policy, Source, Subject
-from ledger.querysets import MemoryQuerySet
+from ledger.models import Conflict, LedgerEntry, Memory, MemoryQuerySet, Policy, Source, Subject
+from ledger.reads.names import Names
+from ledger.rules.conflicts import ConflictMove, allows_conflict_move
+from ledger.rules.holds import held_for_review
+from ledger.rules.memories import renew_period, undo_refusal, undo_seconds_left
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer, refused
 from ledger.views.cards import Card, CardContext, card_for, conversations_of, open_conflicts
-from ledger.views.forms import (
-    BASIS_FILTERS,
-    STATUS_FILTERS,
-    CorrectionForm,
-    Filters,
-    ReasonForm,
-)
+from ledger.views.forms.memories import CorrectionForm, given_reason
+from ledger.views.forms.search import BASIS_FILTERS, STATUS_FILTERS, Filters
 from ledger.views.http import SignedInRequest
 from ledger.views.paging import BadPage, numbered, page_number
-from ledger.views.presenting import KIND_TITLES, Names, day, undo_seconds
+from ledger.views.presenting import KIND_TITLES, day, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
 # The value of "keep" that keeps a possible conflict's ledger commitment.
@@ -83,18 +82,18 @@ class ConflictView:
 
     @property
     def may_keep_memory(self) -> bool:
-        return self._allows(policy.ConflictMove.KEEP_MEMORY)
+        return self._allows(ConflictMove.KEEP_MEMORY)
 
     @property
     def may_keep_commitment(self) -> bool:
-        return self._allows(policy.ConflictMove.KEEP_COMMITMENT)
+        return self._allows(ConflictMove.KEEP_COMMITMENT)
 
     @property
     def may_dismiss(self) -> bool:
-        return self._allows(policy.ConflictMove.DISMISS)
+        return self._allows(ConflictMove.DISMISS)
 
-    def _allows(self, move: policy.ConflictMove) -> bool:
-        return policy.allows_conflict_move(
+    def _allows(self, move: ConflictMove) -> bool:
+        return allows_conflict_move(
             move, possible=self.conflict.possible, has_commitment=self.commitment is not None
         )
 
@@ -237,7 +236,7 @@ def undo_left(request: SignedInRequest, memory: Memory) -> int:
         return 0
     deletion = memory.history.order_by("-history_date", "-history_id").first()
     now = timezone.now()
-    refusal = policy.undo_refusal(
+    refusal = undo_refusal(
         deleted_by=deletion.history_actor if deletion else "",
         by=Actor.for_user(request.user).label,
         deleted_at=memory.status_changed_at,
@@ -246,7 +245,7 @@ def undo_left(request: SignedInRequest, memory: Memory) -> int:
     )
     if refusal is not None:
         return 0
-    left = policy.undo_seconds_left(
+    left = undo_seconds_left(
         deleted_at=memory.status_changed_at, now=now, within_seconds=undo_seconds()
     )
     return math.floor(left) + 1
@@ -257,10 +256,14 @@ def fragment_for(memory: Memory) -> str:
     return "question" if memory.status == Memory.Status.PENDING else "card"
 
 
-def _fragment(
-    request: SignedInRequest, name: str, memory: Memory, status: int = 200, **extra: Any
-) -> HttpResponse:
-    context = {
+def part(name: str) -> str:
+    """One of the subject page's fragments."""
+    return f"{TEMPLATE}#{name}"
+
+
+def card_context(request: SignedInRequest, memory: Memory, **extra: Any) -> dict[str, Any]:
+    """What a fragment showing one memory reads: its card, and its undo offer."""
+    return {
         "subject": memory.subject,
         "own": is_own(request, memory.subject),
         "card": describe(request, memory),
@@ -268,19 +271,6 @@ def _fragment(
         "undo_left": undo_left(request, memory),
         **extra,
     }
-    return render(request, f"{TEMPLATE}#{name}", context, status=status)
-
-
-def given_reason(request: SignedInRequest, subject: Subject) -> str:
-    """Why the viewer makes this change, in their own words: support must say, the person
-    need not (``access.change_needs_reason``). Missing when required: a 400 in words."""
-    form = ReasonForm(
-        request.POST, reason_required=access.change_needs_reason(request.user, subject)
-    )
-    if not form.is_valid():
-        raise policy.Refusal("reason_required", form.problem(), 400)
-    reason: str = form.cleaned_data["reason"].strip()
-    return reason
 
 
 def visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
@@ -342,9 +332,12 @@ def _is_uuid(value: str) -> bool:
 @require_GET
 def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = visible_memory(request, pk)
-    if not request.htmx:
-        return HttpResponseRedirect(memory_url(memory))
-    return _fragment(request, "card", memory)
+    return answer(
+        request,
+        fragment=part("card"),
+        context=lambda: card_context(request, memory),
+        redirect_to=memory_url(memory),
+    )
 
 
 @login_required
@@ -352,14 +345,15 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the inline form. POST: save a correction, which supersedes the old memory."""
     memory = visible_memory(request, pk)
     if request.method == "GET":
-        if not request.htmx:
-            return HttpResponseRedirect(memory_url(memory, edit=str(memory.pk)))
-        return _fragment(request, "edit-form", memory)
+        return answer(
+            request,
+            fragment=part("edit-form"),
+            context=lambda: card_context(request, memory),
+            redirect_to=memory_url(memory, edit=str(memory.pk)),
+        )
     if request.method != "POST":
         return HttpResponse(status=405)
-    form = CorrectionForm(
-        request.POST, reason_required=access.change_needs_reason(request.user, memory.subject)
-    )
+    form = CorrectionForm(request.POST)
     if not form.is_valid():
         return _refused_edit(request, memory, form)
     try:
@@ -367,46 +361,47 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
             memory=memory,
             actor=Actor.for_user(request.user),
             statement=form.cleaned_data["statement"],
-            reason=form.cleaned_data["reason"] or "the person's own correction",
+            reason=form.cleaned_data["reason"],
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         form.add_error(None, refusal.detail)
         return _refused_edit(request, memory, form, status=refusal.status)
     if new.supersedes_id != memory.pk:
         # Merged into the memory that already says it: its card is elsewhere on the page.
-        messages.success(request, MERGED_NOTE)
-        target = memory_url(new)
-        return HttpResponseClientRedirect(target) if request.htmx else HttpResponseRedirect(target)
-    if not request.htmx:
-        messages.success(request, "Saved. The earlier version stays in the memory's history.")
-        return HttpResponseRedirect(memory_url(new))
-    return _fragment(
-        request, "card", new, note="Saved. The earlier version is in the history.", focus=True
+        return answer(request, redirect_to=memory_url(new), message=MERGED_NOTE)
+    return answer(
+        request,
+        fragment=part("card"),
+        context=lambda: card_context(
+            request, new, note="Saved. The earlier version is in the history.", focus=True
+        ),
+        redirect_to=memory_url(new),
+        message="Saved. The earlier version stays in the memory's history.",
     )
 
 
 def _refused_edit(
     request: SignedInRequest, memory: Memory, form: CorrectionForm, status: int = 400
 ) -> HttpResponse:
-    errors = [e for field_errors in form.errors.values() for e in field_errors]
-    if request.htmx:
-        return _fragment(
-            request,
-            "edit-form",
-            memory,
-            status=status,
-            errors=errors,
-            value=request.POST.get("statement", ""),
-            reason=request.POST.get("reason", ""),
-        )
-    context = page_context(request, memory.subject, Filters(), shown=memory)
-    context.update(
-        edit=describe(request, memory),
-        errors=errors,
-        value=request.POST.get("statement", ""),
-        reason=request.POST.get("reason", ""),
+    """The form again, as typed, with what is wrong: in the card, or on the page."""
+    typed = {
+        "errors": [e for field_errors in form.errors.values() for e in field_errors],
+        "value": request.POST.get("statement", ""),
+        "reason": request.POST.get("reason", ""),
+    }
+
+    def on_page() -> dict[str, Any]:
+        context = page_context(request, memory.subject, Filters(), shown=memory)
+        return {**context, "edit": describe(request, memory), **typed}
+
+    return answer(
+        request,
+        fragment=part("edit-form"),
+        context=lambda: card_context(request, memory, **typed),
+        page=TEMPLATE,
+        page_context=on_page,
+        status=status,
     )
-    return render(request, TEMPLATE, context, status=status)
 
 
 @login_required
@@ -414,38 +409,43 @@ def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the confirm step. POST: retract; agents stop recalling it at once."""
     memory = visible_memory(request, pk)
     if request.method == "GET":
-        if not request.htmx:
-            return HttpResponseRedirect(memory_url(memory, delete=str(memory.pk)))
-        return _fragment(request, "delete-confirm", memory)
+        return answer(
+            request,
+            fragment=part("delete-confirm"),
+            context=lambda: card_context(request, memory),
+            redirect_to=memory_url(memory, delete=str(memory.pk)),
+        )
     if request.method != "POST":
         return HttpResponse(status=405)
-    own = is_own(request, memory.subject)
     try:
-        reason = given_reason(request, memory.subject)
         retract_memory(
-            memory=memory,
-            actor=Actor.for_user(request.user),
-            reason="Deleted by the person." if own else reason,
+            memory=memory, actor=Actor.for_user(request.user), reason=given_reason(request.POST)
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _refused(request, memory, "delete-confirm", refusal)
     memory.refresh_from_db()
-    if not request.htmx:
-        return HttpResponseRedirect(subject_url(memory.subject, "undo", deleted=str(memory.pk)))
-    return _fragment(request, "undo", memory)
+    return answer(
+        request,
+        fragment=part("undo"),
+        context=lambda: card_context(request, memory),
+        redirect_to=subject_url(memory.subject, "undo", deleted=str(memory.pk)),
+    )
 
 
 def _refused(
-    request: SignedInRequest, memory: Memory, fragment: str, refusal: policy.Refusal
+    request: SignedInRequest, memory: Memory, fragment: str, refusal: Refusal
 ) -> HttpResponse:
     """A refusal said in words, with its 4xx status: inside the fragment for htmx, on the
     page otherwise."""
     memory.refresh_from_db()
-    if request.htmx:
-        return _fragment(request, fragment, memory, status=refusal.status, error=refusal.detail)
-    messages.error(request, refusal.detail)
-    context = page_context(request, memory.subject, Filters(), shown=memory)
-    return render(request, TEMPLATE, context, status=refusal.status)
+    return refused(
+        request,
+        refusal,
+        fragment=part(fragment),
+        context=lambda: card_context(request, memory),
+        page=TEMPLATE,
+        page_context=lambda: page_context(request, memory.subject, Filters(), shown=memory),
+    )
 
 
 @login_required
@@ -454,12 +454,14 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     POST: undo the deletion."""
     memory = visible_memory(request, pk)
     if request.method == "GET":
-        if not request.htmx:
-            return HttpResponseRedirect(subject_url(memory.subject, "undo", deleted=str(memory.pk)))
         # Restored meanwhile (in another tab, say): it is shown as it is now.
-        if memory.status != Memory.Status.RETRACTED:
-            return _fragment(request, fragment_for(memory), memory)
-        return _fragment(request, "undo", memory)
+        retracted = memory.status == Memory.Status.RETRACTED
+        return answer(
+            request,
+            fragment=part("undo" if retracted else fragment_for(memory)),
+            context=lambda: card_context(request, memory),
+            redirect_to=subject_url(memory.subject, "undo", deleted=str(memory.pk)),
+        )
     if request.method != "POST":
         return HttpResponse(status=405)
     try:
@@ -468,13 +470,14 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
             actor=Actor.for_user(request.user),
             within_seconds=undo_seconds(),
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _refused(request, memory, "undo", refusal)
-    if not request.htmx:
-        messages.success(request, "Undone: the memory is back.")
-        return HttpResponseRedirect(memory_url(restored))
-    return _fragment(
-        request, fragment_for(restored), restored, note="Undone: it is back.", focus=True
+    return answer(
+        request,
+        fragment=part(fragment_for(restored)),
+        context=lambda: card_context(request, restored, note="Undone: it is back.", focus=True),
+        redirect_to=memory_url(restored),
+        message="Undone: the memory is back.",
     )
 
 
@@ -483,46 +486,35 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """A person answers the question about a guess: yes confirms it, no deletes it."""
     memory = visible_memory(request, pk)
-    answer = request.POST.get("answer", "")
-    actor = Actor.for_user(request.user)
-    own = is_own(request, memory.subject)
-    held = policy.held_for_review(status=memory.status, statement=memory.statement)
+    said = request.POST.get("answer", "")
+    held = held_for_review(status=memory.status, statement=memory.statement)
     try:
-        if answer not in ("yes", "no"):
-            raise policy.Refusal("answer_required", "Answer yes or no.", 400)
-        reason = given_reason(request, memory.subject)
-        if answer == "yes":
-            confirm_memory(
-                memory=memory, actor=actor, reason="Confirmed by the person." if own else reason
-            )
-        else:
-            retract_memory(
-                memory=memory,
-                actor=actor,
-                reason=(
-                    reason
-                    if not own
-                    else "The person deleted a write held for review."
-                    if held
-                    else "The person said the guess is wrong."
-                ),
-            )
-    except policy.Refusal as refusal:
+        if said not in ("yes", "no"):
+            raise Refusal("answer_required", "Answer yes or no.", 400)
+        answer_question(
+            memory=memory,
+            actor=Actor.for_user(request.user),
+            right=said == "yes",
+            reason=given_reason(request.POST),
+        )
+    except Refusal as refusal:
         return _refused(request, memory, "question", refusal)
     memory.refresh_from_db()
-    if not request.htmx:
-        messages.success(
+    if said == "no":
+        return answer(
             request,
-            "Thanks: confirmed."
-            if answer == "yes"
-            else "Deleted."
-            if held
-            else "Deleted: it was a wrong guess.",
+            fragment=part("undo"),
+            context=lambda: card_context(request, memory),
+            redirect_to=subject_url(memory.subject),
+            message="Deleted." if held else "Deleted: it was a wrong guess.",
         )
-        return HttpResponseRedirect(subject_url(memory.subject))
-    if answer == "no":
-        return _fragment(request, "undo", memory)
-    return _fragment(request, "answered", memory, focus=True)
+    return answer(
+        request,
+        fragment=part("answered"),
+        context=lambda: card_context(request, memory, focus=True),
+        redirect_to=subject_url(memory.subject),
+        message="Thanks: confirmed.",
+    )
 
 
 def uses_context(memory: Memory) -> dict[str, Any]:
@@ -540,12 +532,17 @@ def uses_context(memory: Memory) -> dict[str, Any]:
 def memory_uses(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """The conversations that were given one memory: run, agent and when, latest first."""
     memory = visible_memory(request, pk)
-    if not request.htmx:
-        return HttpResponseRedirect(memory_url(memory, uses=str(memory.pk)))
-    # The list needs only the memory, not its whole card (conflicts, usage, policy).
-    context = {"subject": memory.subject, "card": {"memory": memory}}
-    context.update(uses_context(memory))
-    return render(request, f"{TEMPLATE}#uses", context)
+    return answer(
+        request,
+        fragment=part("uses"),
+        # The list needs only the memory, not its whole card (conflicts, usage, policy).
+        context=lambda: {
+            "subject": memory.subject,
+            "card": {"memory": memory},
+            **uses_context(memory),
+        },
+        redirect_to=memory_url(memory, uses=str(memory.pk)),
+    )
 
 
 @login_required
@@ -556,21 +553,24 @@ def memory_withhold(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     use = request.POST.get("use", "")
     try:
         if use not in ("yes", "no"):
-            raise policy.Refusal("use_required", "Say whether the assistant may use it.", 400)
+            raise Refusal("use_required", "Say whether the assistant may use it.", 400)
         memory = withhold_memory(
             memory=memory, actor=Actor.for_user(request.user), withheld=use == "no"
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _refused(request, memory, fragment_for(memory), refusal)
     note = (
         "The assistant will not use this any more. It stays here, and you can let it be used again."
         if memory.withheld
         else "The assistant may use this again."
     )
-    if not request.htmx:
-        messages.success(request, note)
-        return HttpResponseRedirect(memory_url(memory))
-    return _fragment(request, fragment_for(memory), memory, note=note, focus=True)
+    return answer(
+        request,
+        fragment=part(fragment_for(memory)),
+        context=lambda: card_context(request, memory, note=note, focus=True),
+        redirect_to=memory_url(memory),
+        message=note,
+    )
 
 
 @login_required
@@ -579,62 +579,56 @@ def memory_renew(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Give an expired (or expiring) memory a new life, for one of the periods offered."""
     memory = visible_memory(request, pk)
     try:
-        period = policy.renew_period(
+        period = renew_period(
             Policy.current(), basis=memory.basis, chosen=request.POST.get("period", "")
         )
-        why = given_reason(request, memory.subject)
+        why = given_reason(request.POST)
         until = timezone.now() + timedelta(days=period.days)
-        kept_for = f"kept for {period.words}, until {day(until)}"
         memory = renew_memory(
             memory=memory,
             actor=Actor.for_user(request.user),
             expires_at=until,
-            reason=f"{why} ({kept_for})." if why else f"{kept_for}.",
+            reason=why,
+            kept_for=period.kept_for(until),
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _refused(request, memory, "card", refusal)
     note = f"Renewed: kept until {day(until)}."
-    if not request.htmx:
-        messages.success(request, note)
-        return HttpResponseRedirect(memory_url(memory))
-    return _fragment(request, "card", memory, note=note, focus=True)
+    return answer(
+        request,
+        fragment=part("card"),
+        context=lambda: card_context(request, memory, note=note, focus=True),
+        redirect_to=memory_url(memory),
+        message=note,
+    )
 
 
 @login_required
 @require_POST
 def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
-    """Pick one of the statements that disagree, or write the right one."""
+    """Pick one of the statements that disagree, or write the right one, or keep the
+    ledger's commitment over the memory that seems to contradict it."""
     conflict = get_object_or_404(
         Conflict.objects.visible_to(request.user).select_related("subject"), pk=pk
     )
-    subject = conflict.subject
     keep_id = request.POST.get("keep", "")
-    keep = None
-    if keep_id == KEEP_COMMITMENT:
-        return _keep_commitment(request, conflict)
-    if keep_id:
-        keep = conflict.memories.filter(pk=keep_id).first() if _is_uuid(keep_id) else None
-        if keep is None:
-            return _conflict_refused(request, conflict, "That statement is not in this conflict.")
-    statement = request.POST.get("statement", "")
-    if statement:
-        form = CorrectionForm({"statement": statement})
-        if not form.is_valid():
-            return _conflict_refused(
-                request, conflict, " ".join(str(error) for error in form.errors["statement"])
-            )
-        statement = form.cleaned_data["statement"]
+    actor = Actor.for_user(request.user)
     try:
-        reason = given_reason(request, subject)
+        if keep_id == KEEP_COMMITMENT:
+            commitment = keep_commitment(
+                conflict=conflict, actor=actor, reason=given_reason(request.POST)
+            )
+            note = f"Resolved. The commitment stands: “{commitment.fact}”"
+            return _conflict_settled(request, conflict, note)
         kept = resolve_conflict(
             conflict=conflict,
-            actor=Actor.for_user(request.user),
-            keep=keep,
-            statement=statement or None,
-            reason=reason,
+            actor=actor,
+            keep=_contender(conflict, keep_id),
+            statement=_rewritten(request.POST.get("statement", "")),
+            reason=given_reason(request.POST),
         )
-    except policy.Refusal as refusal:
-        return _conflict_refused(request, conflict, refusal.detail, refusal.status)
+    except Refusal as refusal:
+        return _conflict_refused(request, conflict, refusal)
     note = (
         f"Resolved. Kept, and still not used by the assistant: “{kept.statement}”"
         if kept.withheld
@@ -643,18 +637,26 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
     return _conflict_settled(request, conflict, note)
 
 
-def _keep_commitment(request: SignedInRequest, conflict: Conflict) -> HttpResponse:
-    try:
-        commitment = keep_commitment(
-            conflict=conflict,
-            actor=Actor.for_user(request.user),
-            reason=given_reason(request, conflict.subject),
-        )
-    except policy.Refusal as refusal:
-        return _conflict_refused(request, conflict, refusal.detail, refusal.status)
-    return _conflict_settled(
-        request, conflict, f"Resolved. The commitment stands: “{commitment.fact}”"
-    )
+def _contender(conflict: Conflict, keep_id: str) -> Memory | None:
+    """The statement chosen to keep (none chosen: ``None``); one not in the conflict is a 400."""
+    if not keep_id:
+        return None
+    keep = conflict.memories.filter(pk=keep_id).first() if _is_uuid(keep_id) else None
+    if keep is None:
+        raise Refusal("not_in_conflict", "That statement is not in this conflict.", 400)
+    return keep
+
+
+def _rewritten(statement: str) -> str | None:
+    """The right statement, if one was written, checked as a correction's is."""
+    if not statement:
+        return None
+    form = CorrectionForm({"statement": statement})
+    if not form.is_valid():
+        problem = " ".join(str(error) for error in form.errors["statement"])
+        raise Refusal("statement_invalid", problem, 400)
+    rewritten: str = form.cleaned_data["statement"]
+    return rewritten
 
 
 @login_required
@@ -668,46 +670,51 @@ def conflict_dismiss(request: SignedInRequest, pk: int) -> HttpResponse:
         dismiss_conflict(
             conflict=conflict,
             actor=Actor.for_user(request.user),
-            reason=given_reason(request, conflict.subject),
+            reason=given_reason(request.POST),
         )
-    except policy.Refusal as refusal:
-        return _conflict_refused(request, conflict, refusal.detail, refusal.status)
+    except Refusal as refusal:
+        return _conflict_refused(request, conflict, refusal)
     return _conflict_settled(request, conflict, "Not a conflict: both statements are kept.")
 
 
 def _conflict_settled(request: SignedInRequest, conflict: Conflict, note: str) -> HttpResponse:
-    if not request.htmx:
-        messages.success(request, note)
-        return HttpResponseRedirect(subject_url(conflict.subject))
-    context = page_context(request, conflict.subject, Filters.from_data(request.POST))
-    context["results_note"] = note
-    return render(request, f"{TEMPLATE}#results", context)
+    def results() -> dict[str, Any]:
+        context = page_context(request, conflict.subject, Filters.from_data(request.POST))
+        return {**context, "results_note": note}
+
+    return answer(
+        request,
+        fragment=part("results"),
+        context=results,
+        redirect_to=subject_url(conflict.subject),
+        message=note,
+    )
 
 
 def _conflict_refused(
-    request: SignedInRequest, conflict: Conflict, detail: str, status: int = 400
+    request: SignedInRequest, conflict: Conflict, refusal: Refusal
 ) -> HttpResponse:
-    if not request.htmx:
-        messages.error(request, detail)
-        return HttpResponseRedirect(subject_url(conflict.subject, f"conflict-{conflict.pk}"))
-    contenders = list(
-        conflict.memories.filter(status=Memory.Status.ACTIVE).prefetch_related("sources__run")
-    )
-    conflicts = open_conflicts(conflict.subject)
-    context = CardContext.load(
-        viewer=request.user, subject=conflict.subject, memories=contenders, conflicts=conflicts
-    )
-    own = context.own
-    # The open one as the page shows it, with its commitment; as it is if it has closed.
-    shown = next((c for c in conflicts if c.pk == conflict.pk), conflict)
-    view = ConflictView(
-        conflict=shown, cards=[card_for(m, context) for m in contenders], error=detail
-    )
-    response = render(
+    def box() -> dict[str, Any]:
+        contenders = list(
+            conflict.memories.filter(status=Memory.Status.ACTIVE).prefetch_related("sources__run")
+        )
+        conflicts = open_conflicts(conflict.subject)
+        context = CardContext.load(
+            viewer=request.user, subject=conflict.subject, memories=contenders, conflicts=conflicts
+        )
+        # The open one as the page shows it, with its commitment; as it is if it has closed.
+        shown = next((c for c in conflicts if c.pk == conflict.pk), conflict)
+        view = ConflictView(
+            conflict=shown, cards=[card_for(m, context) for m in contenders], error=refusal.detail
+        )
+        return {"subject": conflict.subject, "own": context.own, "view": view}
+
+    return refused(
         request,
-        f"{TEMPLATE}#conflict",
-        {"subject": conflict.subject, "own": own, "view": view},
-        status=status,
+        refusal,
+        fragment=part("conflict"),
+        context=box,
+        redirect_to=subject_url(conflict.subject, f"conflict-{conflict.pk}"),
+        # The forms target the whole list (a resolution changes it); a refusal is this box's.
+        swap_into=f"#conflict-{conflict.pk}",
     )
-    # The forms target the whole list (a resolution changes it); a refusal is this box's.
-    return reswap(retarget(response, f"#conflict-{conflict.pk}"), "outerHTML")

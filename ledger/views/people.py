@@ -20,26 +20,35 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.models import User
-from django.contrib.auth.validators import UnicodeUsernameValidator
-from django.core.validators import RegexValidator
 from django.db.models import Count, OuterRef, Prefetch, QuerySet, Subquery
-from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ledger import access, lockouts, policy
+from ledger import access
 from ledger.access import Role
 from ledger.actions import lockouts as lockout_actions
 from ledger.actions import people as actions
-from ledger.actions.people import ACTIVE, DISABLED, ROLE_WORDS, Field
+from ledger.actions.people import ACTIVE, DISABLED, ROLE_WORDS
 from ledger.actors import Actor
-from ledger.api.fields import REF_HELP, REF_PATTERN
 from ledger.choices import ActorRole
+from ledger.choices import PersonField as Field
 from ledger.models import LockoutLift, PersonChange, Subject
-from ledger.policy import PersonMove
+from ledger.reads import lockouts
+from ledger.reads.names import Names
+from ledger.rules.people import PersonMove, person_move_refusal, person_moves
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer
+from ledger.views.forms.people import (
+    AddressLiftForm,
+    LinkForm,
+    NewPersonForm,
+    ReasonOnlyForm,
+    RoleForm,
+    UnlinkForm,
+)
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.presenting import Names
 
 LIST_TEMPLATE = "ledger/people.html"
 NEW_TEMPLATE = "ledger/person_new.html"
@@ -49,14 +58,7 @@ PEOPLE_SHOWN = 50
 SUBJECTS_IN_ROW = 3
 SUBJECTS_SHOWN = 100
 HISTORY_SHOWN = 200
-REASON_MAX = 500
 FORM_EXTRAS = {"csrfmiddlewaretoken"}
-
-ROLE_CHOICES = [(role.value, words) for role, words in ROLE_WORDS.items()]
-ROLE_HELP = (
-    "An end user sees and corrects only the subjects they own. Support works on every "
-    "subject, saying why. An admin also keeps the audit, the policy, agents and people."
-)
 FIELD_WORDS: dict[str, str] = {
     Field.PERSON: "Person",
     Field.NAME: "Name",
@@ -82,134 +84,6 @@ REFUSAL_FIELDS = {
     "subject_already_linked": "subject_ref",
     "username_reserved": "username",
 }
-
-
-def _reason() -> forms.CharField:
-    return forms.CharField(
-        label="Why",
-        max_length=REASON_MAX,
-        widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={
-            "required": "Say why: the reason is kept in the person's history.",
-            "max_length": "Keep the reason to %(limit_value)d characters "
-            "(this one has %(show_value)d).",
-        },
-    )
-
-
-def _subject_ref(required: bool) -> forms.CharField:
-    return forms.CharField(
-        label="Subject reference",
-        max_length=100,
-        required=required,
-        validators=[RegexValidator(REF_PATTERN, f"Not a subject reference: {REF_HELP}")],
-        error_messages={"required": "Give the reference of the subject (e.g. acct_4b71c9e2)."},
-    )
-
-
-def _role(label: str) -> forms.ChoiceField:
-    return forms.ChoiceField(
-        label=label,
-        choices=ROLE_CHOICES,
-        help_text=ROLE_HELP,
-        error_messages={"invalid_choice": "Choose one of the roles: end user, support, admin."},
-    )
-
-
-def _visible(name: str) -> str:
-    name = name.strip()
-    if policy.forbidden_character(name):
-        raise forms.ValidationError("The name holds an invisible character: type it again.")
-    return name
-
-
-class SubjectNamed(forms.Form):
-    subject_name = forms.CharField(
-        label="What the subject is called", max_length=200, required=False
-    )
-
-    def clean_subject_name(self) -> str:
-        return _visible(self.cleaned_data["subject_name"])
-
-
-class NewPersonForm(SubjectNamed):
-    username = forms.CharField(
-        label="Username",
-        max_length=150,
-        validators=[UnicodeUsernameValidator()],
-        error_messages={"required": "Choose a username: the person signs in with it."},
-    )
-    email = forms.EmailField(
-        label="E-mail address",
-        max_length=254,
-        error_messages={
-            "required": "Give their e-mail address: the link to set a password goes there.",
-            "invalid": "That is not an e-mail address (like name@example.com).",
-        },
-    )
-    first_name = forms.CharField(label="First name (optional)", max_length=150, required=False)
-    last_name = forms.CharField(label="Last name (optional)", max_length=150, required=False)
-    role = _role("Role")
-    subject_ref = _subject_ref(required=False)
-    reason = _reason()
-    field_order = [
-        "username",
-        "email",
-        "first_name",
-        "last_name",
-        "role",
-        "subject_ref",
-        "subject_name",
-        "reason",
-    ]
-
-    def clean_first_name(self) -> str:
-        return _visible(self.cleaned_data["first_name"])
-
-    def clean_last_name(self) -> str:
-        return _visible(self.cleaned_data["last_name"])
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        if data.get("subject_ref") and data.get("role") != Role.END_USER:
-            self.add_error(
-                "subject_ref",
-                "Only an end user owns a subject: choose the role End user, or leave this empty.",
-            )
-        if data.get("subject_name") and not self.data.get("subject_ref"):
-            self.add_error("subject_name", "Give the subject's reference too, or leave this empty.")
-        return data
-
-
-class RoleForm(forms.Form):
-    role = _role("New role")
-    reason = _reason()
-
-
-class LinkForm(SubjectNamed):
-    subject_ref = _subject_ref(required=True)
-    reason = _reason()
-    field_order = ["subject_ref", "subject_name", "reason"]
-
-
-class UnlinkForm(forms.Form):
-    subject_ref = forms.CharField(max_length=100, widget=forms.HiddenInput)
-    reason = _reason()
-
-
-class ReasonOnlyForm(forms.Form):
-    reason = _reason()
-
-
-class AddressLiftForm(forms.Form):
-    address = forms.GenericIPAddressField(
-        widget=forms.HiddenInput,
-        error_messages={
-            "required": "Say which address to lift the lockout of.",
-            "invalid": "That is not an address (like 203.0.113.7 or 2001:db8::7).",
-        },
-    )
-    reason = _reason()
 
 
 def _unknown(data: QueryDict, form: type[forms.Form] | Iterable[str]) -> list[str]:
@@ -306,13 +180,14 @@ def address_lift_lockout(request: SignedInRequest) -> HttpResponse:
         lockout_actions.lift_address_lockout(
             address, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         error = _place(form, refusal)
         return _people_response(request, address_form=form, error=error, status=refusal.status)
-    messages.success(
-        request, f"The lockout of {address} is lifted: sign-ins from it are tried again."
+    return answer(
+        request,
+        redirect_to=reverse("people"),
+        message=f"The lockout of {address} is lifted: sign-ins from it are tried again.",
     )
-    return HttpResponseRedirect(reverse("people"))
 
 
 @admin_only
@@ -348,22 +223,25 @@ def person_new(request: SignedInRequest) -> HttpResponse:
     except actions.PersonExists as exists:
         form.add_error("username", f"{exists} Choose another username.")
         return render(request, NEW_TEMPLATE, {"form": form}, status=409)
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         error = _place(form, refusal)
         return render(request, NEW_TEMPLATE, {"form": form, "error": error}, status=refusal.status)
+    page = reverse("person", args=[person.username])
     try:
         sent_to = actions.send_password_link(person, actor=actor, reason=data["reason"])
-    except policy.Refusal as refusal:
-        messages.error(
+    except Refusal as refusal:
+        return answer(
             request,
-            f"{person.username} was created, but no set-password link went out: "
+            redirect_to=page,
+            message=f"{person.username} was created, but no set-password link went out: "
             f"{refusal.detail} Send it again from this page.",
+            level=messages.ERROR,
         )
-    else:
-        messages.success(
-            request, f"{person.username} was created; a set-password link went to {sent_to}."
-        )
-    return HttpResponseRedirect(reverse("person", args=[person.username]))
+    return answer(
+        request,
+        redirect_to=page,
+        message=f"{person.username} was created; a set-password link went to {sent_to}.",
+    )
 
 
 @admin_only
@@ -471,17 +349,16 @@ def _change(
         return _person_response(request, person, bound={name: form}, status=400)
     try:
         done = apply(person, Actor.for_user(request.user), form.cleaned_data)
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         error = _place(form, refusal)
         person = _person_or_404(username)
         return _person_response(
             request, person, bound={name: form}, error=error, status=refusal.status
         )
-    messages.success(request, done)
-    return HttpResponseRedirect(reverse("person", args=[person.username]))
+    return answer(request, redirect_to=reverse("person", args=[person.username]), message=done)
 
 
-def _place(form: forms.Form, refusal: policy.Refusal) -> str:
+def _place(form: forms.Form, refusal: Refusal) -> str:
     """Put the refusal beside its field when the form has it; else it is the page's."""
     field = REFUSAL_FIELDS.get(refusal.code, "")
     if field in form.fields:
@@ -594,8 +471,8 @@ def _person_response(
     status: int = 200,
 ) -> HttpResponse:
     facts = actions.facts_about(person, viewer=request.user)
-    moves = policy.person_moves(facts)
-    role_refusal = policy.person_move_refusal(PersonMove.CHANGE_ROLE, facts)
+    moves = person_moves(facts)
+    role_refusal = person_move_refusal(PersonMove.CHANGE_ROLE, facts)
     subjects = Subject.objects.filter(owner=person).order_by("ref")
     role = access.role_of(person)
     context: dict[str, Any] = {

@@ -8,104 +8,35 @@ page costs the same few queries however many versions there are.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django import forms
-from django.contrib import messages
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from ledger import policy
 from ledger.actions.policy import change_policy
 from ledger.actors import Actor
 from ledger.choices import ActorRole
 from ledger.models import Policy
-from ledger.policy import KEYS_SETTING, POLICY_SETTINGS, PolicySetting
+from ledger.reads.names import Names
+from ledger.rules.refusals import Refusal
+from ledger.rules.write_policy import (
+    KEYS_SETTING,
+    POLICY_SETTING_NAMES,
+    POLICY_SETTINGS,
+    PolicyRefusal,
+    PolicySetting,
+)
+from ledger.views.answers import answer
+from ledger.views.forms.policy import PolicyForm
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.presenting import Names
 
 TEMPLATE = "ledger/policy.html"
-REASON_MAX = 2000
-# Room for a hundred long keys; anything longer is not a list someone typed.
-KEYS_TEXT_MAX = 12_000
 # What a form post carries besides its fields.
 FORM_EXTRAS = {"csrfmiddlewaretoken"}
-
-
-class KeysField(forms.Field):
-    """Slot keys as an admin types them: one a line (commas or spaces part them too)."""
-
-    widget = forms.Textarea
-
-    def to_python(self, value: Any) -> list[str]:
-        text = str(value or "")
-        if len(text) > KEYS_TEXT_MAX:
-            raise forms.ValidationError(f"Keep the list under {KEYS_TEXT_MAX} characters.")
-        return [key for key in re.split(r"[\s,]+", text) if key]
-
-
-def _field_for(setting: PolicySetting, value: Any) -> forms.Field:
-    if setting.name == KEYS_SETTING:
-        return KeysField(required=False, initial="\n".join(value))
-    return forms.IntegerField(
-        initial=value,
-        error_messages={
-            "required": f"Give a number of {setting.many}.",
-            "invalid": f"Give a whole number of {setting.many}, such as {value}.",
-        },
-    )
-
-
-class PolicyForm(forms.Form):
-    """Every setting at once, the version it was read at, and why it changes."""
-
-    version = forms.IntegerField(
-        error_messages={
-            "required": "Reload the page: the form did not say which version you changed.",
-            "invalid": "Reload the page: the form did not say which version you changed.",
-        }
-    )
-    reason = forms.CharField(
-        max_length=REASON_MAX,
-        error_messages={
-            "required": "Say why the policy changes: the reason is kept in its history, "
-            "beside what changed.",
-            "max_length": f"Keep the reason to {REASON_MAX} characters.",
-            "null_characters_not_allowed": "The reason holds an invisible character: "
-            "type it again.",
-        },
-    )
-
-    def __init__(self, *args: Any, current: Policy, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for setting in POLICY_SETTINGS:
-            self.fields[setting.name] = _field_for(setting, getattr(current, setting.name))
-
-    def clean_reason(self) -> str:
-        reason: str = self.cleaned_data["reason"]
-        try:
-            policy.refuse_without_reason(
-                reason, why="the policy changes", kept="its history, beside what changed"
-            )
-        except policy.Refusal as refusal:
-            raise forms.ValidationError(refusal.detail) from refusal
-        return reason
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        # The bounds ``change_policy`` holds to, beside each field that was a number at all.
-        for name, problem in policy.policy_problems(data).items():
-            if name not in self.errors:
-                self.add_error(name, problem)
-        return data
-
-    def changes(self) -> dict[str, Any]:
-        return {setting.name: self.cleaned_data[setting.name] for setting in POLICY_SETTINGS}
 
 
 def value_words(setting: PolicySetting, value: Any) -> str:
@@ -220,7 +151,7 @@ def _page(
         "rows": rows,
         "versions": history,
         "in_force": history[0],
-        "problems": sum(1 for name in form.errors if name in policy.POLICY_SETTING_NAMES),
+        "problems": sum(1 for name in form.errors if name in POLICY_SETTING_NAMES),
     }
     return render(request, TEMPLATE, context, status=status)
 
@@ -253,20 +184,20 @@ def _change(request: SignedInRequest, current: Policy) -> HttpResponse:
             expected_version=form.cleaned_data["version"],
             **form.changes(),
         )
-    except policy.PolicyRefusal as refusal:
+    except PolicyRefusal as refusal:
         for name, problem in refusal.problems.items():
             form.add_error(name, problem)
         return _page(request, current, form, editing=editing, status=refusal.status)
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         form.add_error("reason" if refusal.code.startswith("reason_") else None, refusal.detail)
         # Once told the policy moved on, the admin may send the same values against it.
         if refusal.code == "policy_changed":
             current = Policy.current()
             editing = current.version
         return _page(request, current, form, editing=editing, status=refusal.status)
-    messages.success(
+    return answer(
         request,
-        f"Saved as version {changed.version}. It applies to the next write; memories "
+        redirect_to=f"{reverse('policy')}#version-{changed.version}",
+        message=f"Saved as version {changed.version}. It applies to the next write; memories "
         "already written keep the expiry and the version they were accepted with.",
     )
-    return HttpResponseRedirect(f"{reverse('policy')}#version-{changed.version}")

@@ -13,14 +13,13 @@ from typing import Any
 
 from django.conf import settings
 
-from ledger import access
 from ledger.actions.conflicts import KEPT_IN_CONFLICT
-from ledger.actions.lifecycle import CORRECTION_REF
 from ledger.actions.reverts import REVERTED
-from ledger.actors import Actor
 from ledger.choices import CORRECTIONS, StatedBy
 from ledger.dates import day as day  # re-exported: views format days with the presenters
 from ledger.models import Memory, Source
+from ledger.reads.names import Names
+from ledger.words import CORRECTION_REF
 
 KIND_TITLES = {
     Memory.Kind.PREFERENCE: "Preferences",
@@ -35,12 +34,6 @@ def expiring_soon_days() -> int:
 
 def undo_seconds() -> int:
     return settings.MEMORYADMIN_UNDO_SECONDS
-
-
-def full_stop(text: str) -> str:
-    """The full stop a sentence that ends by quoting ``text`` still needs: none when the
-    quoted words end a sentence of their own ("… may now use “Pays monthly.”")."""
-    return "" if text.rstrip().endswith((".", "!", "?", "…")) else "."
 
 
 def held_statement(memory: Memory) -> bool:
@@ -113,43 +106,6 @@ def source_words(source: Source, *, corrected_by: str) -> tuple[str, str]:
     if source.kind == Source.Kind.OPERATOR and source.ref.startswith(CORRECTION_REF):
         return f"Corrected on the dashboard by {corrected_by}", ""
     return SOURCE_KINDS.get(source.kind, source.kind), source.ref
-
-
-@dataclass(frozen=True)
-class Names:
-    """Who acted, in words for one viewer: history actors ('user:dana', 'agent:x',
-    'system:expiry') become 'you', 'support (sam)', 'an admin (ada)', 'the assistant (x)'."""
-
-    viewer: str
-    staff: frozenset[str]
-    admins: frozenset[str] = frozenset()
-
-    @classmethod
-    def for_labels(cls, viewer: access.Person, labels: Iterable[str]) -> Names:
-        """Names for these labels, looking up in one query which people are staff."""
-        people = {name for label in labels if (name := Actor.username_in(label))}
-        roles = access.roles_of(people)
-        return cls(
-            viewer.get_username(),
-            frozenset(name for name, role in roles.items() if role in access.STAFF_ROLES),
-            frozenset(name for name, role in roles.items() if role == access.Role.ADMIN),
-        )
-
-    def who(self, label: str) -> str:
-        kind, _, name = label.partition(":")
-        if kind == "user":
-            if name == self.viewer:
-                return "you"
-            if name in self.admins:
-                return f"an admin ({name})"
-            return f"support ({name})" if name in self.staff else name
-        if kind == "agent":
-            return f"the assistant ({name})"
-        if kind == "system" and name == "expiry":
-            return "the expiry task"
-        if kind == "system":
-            return f"the system ({name})"
-        return label or "someone unrecorded"
 
 
 # A status as a person reads it at the head of a line: "In use", "Deleted".

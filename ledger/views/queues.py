@@ -7,22 +7,23 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib import messages
 from django.db.models import QuerySet
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from ledger import policy
 from ledger.actions.journal import resolve_journal_entry
 from ledger.actors import Actor
 from ledger.models import Conflict, JournalEntry, Memory
+from ledger.rules.journal import stale_intent_cutoff
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer, refused
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.paging import BadCursor, keyset_page
-from ledger.views.runs import journal_row, run_journal, steps_of
+from ledger.views.runs import JOURNAL_TEMPLATE, journal_context, journal_row, steps_of
 
 PAGE_SIZE = 50
 # A queue is counted up to here and then said to hold "more than" this: a count of every
@@ -100,7 +101,7 @@ def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
         case "review":
             return Memory.objects.due_for_review(now).select_related("subject", "agent")
         case "journal":
-            cutoff = policy.stale_intent_cutoff(now)
+            cutoff = stale_intent_cutoff(now)
             return JournalEntry.objects.unresolved(cutoff).select_related("run", "agent")
         case _:
             raise Http404("There is no such queue.")
@@ -152,7 +153,7 @@ def queue(request: SignedInRequest, name: str) -> HttpResponse:
         )
     except BadCursor as error:
         return HttpResponse(str(error), status=400, content_type="text/plain; charset=utf-8")
-    cutoff = policy.stale_intent_cutoff(now)
+    cutoff = stale_intent_cutoff(now)
     context = {
         "queue": chosen,
         "count": waiting(rows),
@@ -161,8 +162,12 @@ def queue(request: SignedInRequest, name: str) -> HttpResponse:
         "back": request.get_full_path(),
         "first_page": not request.GET.get("after"),
     }
-    template = "ledger/queues.html#queue-rows" if request.htmx else "ledger/queues.html"
-    return render(request, template, context)
+    return answer(
+        request,
+        fragment="ledger/queues.html#queue-rows",
+        page="ledger/queues.html",
+        context=context,
+    )
 
 
 @support_only
@@ -181,38 +186,37 @@ def journal_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
             verification=verification,
             actor=Actor.for_user(request.user),
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         entry.refresh_from_db()
-        if not request.htmx:
-            # The run's journal, with the refusal said on it and its 4xx kept.
-            messages.error(request, refusal.detail)
-            response = run_journal(request, entry.run.ref)
-            response.status_code = refusal.status
-            return response
-        return _entry(
+        return refused(
             request,
-            entry,
-            back,
-            status=refusal.status,
-            error=refusal.detail,
-            verification=verification,
+            refusal,
+            fragment=f"{JOURNAL_TEMPLATE}#entry",
+            context=lambda: _entry(request, entry, back, verification=verification),
+            # The run's journal, with the refusal said on it and its 4xx kept.
+            page=JOURNAL_TEMPLATE,
+            page_context=lambda: journal_context(request, entry.run),
         )
     note = f"Recorded as {entry.get_state_display()}, with what you checked."
-    if not request.htmx:
-        messages.success(request, note)
-        return HttpResponseRedirect(f"{back}#journal-{entry.pk}", status=303)
-    return _entry(request, entry, back, note=note)
+    return answer(
+        request,
+        fragment=f"{JOURNAL_TEMPLATE}#entry",
+        context=lambda: _entry(request, entry, back, note=note),
+        redirect_to=f"{back}#journal-{entry.pk}",
+        redirect_status=303,
+        message=note,
+    )
 
 
 def _entry(
-    request: SignedInRequest, entry: JournalEntry, back: str, status: int = 200, **extra: str
-) -> HttpResponse:
-    # The card swapped in after a resolution keeps its steps, the new one among them.
+    request: SignedInRequest, entry: JournalEntry, back: str, **extra: str
+) -> dict[str, Any]:
+    """What the entry's card reads, swapped in after a resolution: its steps, the new one
+    among them."""
     steps = steps_of(JournalEntry.objects.filter(pk=entry.pk), request.user).get(entry.pk, ())
-    context = {
-        "row": journal_row(entry, policy.stale_intent_cutoff(), steps),
+    return {
+        "row": journal_row(entry, stale_intent_cutoff(), steps),
         "back": back,
         "show_run": request.POST.get("show_run") == "1",
         **extra,
     }
-    return render(request, "ledger/run_journal.html#entry", context, status=status)

@@ -1,14 +1,15 @@
 """A person's reminders: what is due for review or about to expire, and marking them read."""
 
 from django.conf import settings
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from ledger.actions.reminders import mark_read
 from ledger.models import Reminder
+from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest
 
 
@@ -37,10 +38,13 @@ def reminder_read(request: SignedInRequest, pk: int) -> HttpResponse:
     # Someone else's reminder is a 404, exactly like one that does not exist.
     reminder = get_object_or_404(Reminder.objects.for_person(request.user).actionable(), pk=pk)
     mark_read(reminder=reminder)
-    if request.htmx:
-        unread = Reminder.objects.for_person(request.user).unread().count()
-        return render(
-            request, "ledger/reminders.html#marked", {"reminder": reminder, "unread": unread}
-        )
-    messages.success(request, "Reminder marked as read.")
-    return redirect("reminders")
+    return answer(
+        request,
+        fragment="ledger/reminders.html#marked",
+        context=lambda: {
+            "reminder": reminder,
+            "unread": Reminder.objects.for_person(request.user).unread().count(),
+        },
+        redirect_to=reverse("reminders"),
+        message="Reminder marked as read.",
+    )

@@ -12,13 +12,11 @@ from typing import Any
 
 from django import forms
 from django.db.models import Count, Q
-from django.http import HttpResponse, HttpResponseRedirect, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
-from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ledger import policy
 from ledger.actions.retractions import (
     Preview,
     Selection,
@@ -29,9 +27,12 @@ from ledger.actions.retractions import (
 )
 from ledger.actors import Actor
 from ledger.models import Memory, RetractionBatch
-from ledger.views.forms import ReasonForm
+from ledger.reads.names import Names
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer, refused
+from ledger.views.forms.memories import BatchForm, SelectionForm, given_reason
 from ledger.views.http import SignedInRequest, support_only
-from ledger.views.presenting import STATUS_CHANGES, Names
+from ledger.views.presenting import STATUS_CHANGES
 
 LIST_TEMPLATE = "ledger/retractions.html"
 NEW_TEMPLATE = "ledger/retraction_new.html"
@@ -39,48 +40,8 @@ BATCH_TEMPLATE = "ledger/retraction.html"
 BATCHES_SHOWN = 50
 # The memories a batch page lists; its count is exact whatever it shows.
 ITEMS_SHOWN = 200
-REASON_MAX = 2000
-WHEN_HELP = "a date and time such as 2027-03-04 18:00"
 # What a form post carries besides the fields themselves.
 FORM_EXTRAS = {"csrfmiddlewaretoken"}
-
-
-class SelectionForm(forms.Form):
-    source_ref = forms.CharField(label="Source reference", max_length=200, required=False)
-    run = forms.CharField(label="Run", max_length=100, required=False)
-    agent = forms.CharField(label="Agent", max_length=100, required=False)
-    written_after = forms.DateTimeField(
-        label="Written after",
-        required=False,
-        error_messages={"invalid": f"Written after: give {WHEN_HELP}."},
-    )
-    written_before = forms.DateTimeField(
-        label="Written before",
-        required=False,
-        error_messages={"invalid": f"Written before: give {WHEN_HELP}."},
-    )
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        for name in ("source_ref", "run", "agent"):
-            bad = policy.forbidden_character(data.get(name) or "")
-            if bad:
-                self.add_error(name, f"{self.fields[name].label} holds an invisible character.")
-        return data
-
-    def selection(self) -> Selection:
-        return Selection.from_data(self.cleaned_data)
-
-
-class BatchForm(SelectionForm):
-    reason = forms.CharField(
-        max_length=REASON_MAX,
-        error_messages={
-            "required": "Say why these memories are deleted: the reason is kept in each "
-            "one's history."
-        },
-    )
-    expected = forms.IntegerField(min_value=0)
 
 
 def _unknown(data: QueryDict, form: type[forms.Form], *extra: str) -> list[str]:
@@ -159,15 +120,17 @@ def batch_new(request: SignedInRequest) -> HttpResponse:
     elif form.is_bound:
         try:
             context["preview"] = preview_retraction(form.selection())
-        except policy.Refusal as refusal:
+        except Refusal as refusal:
             context["errors"], status = [refusal.detail], refusal.status
     if context.get("preview"):
         context.update(_preview_words(context["preview"]))
-    if request.htmx:
-        response = render(request, f"{NEW_TEMPLATE}#preview", context, status=status)
-        patch_vary_headers(response, ("HX-Request",))
-        return response
-    return render(request, NEW_TEMPLATE, context, status=status)
+    return answer(
+        request,
+        fragment=f"{NEW_TEMPLATE}#preview",
+        page=NEW_TEMPLATE,
+        context=context,
+        status=status,
+    )
 
 
 def _preview_words(preview: Preview) -> dict[str, Any]:
@@ -190,9 +153,9 @@ def _create(request: SignedInRequest) -> HttpResponse:
             reason=form.cleaned_data["reason"],
             expected=form.cleaned_data["expected"],
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         return _new_refused(request, form, [refusal.detail], refusal.status)
-    return HttpResponseRedirect(reverse("retraction", args=[batch.pk]))
+    return answer(request, redirect_to=reverse("retraction", args=[batch.pk]))
 
 
 def _new_refused(
@@ -204,7 +167,7 @@ def _new_refused(
     if not form.errors.keys() - {"reason", "expected"}:
         try:
             preview = preview_retraction(Selection.from_data(form.cleaned_data))
-        except policy.Refusal:
+        except Refusal:
             pass
         else:
             context.update(preview=preview, **_preview_words(preview))
@@ -262,22 +225,22 @@ def batch_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """Undo the batch; the answer is the report of what came back and what was left alone
     (rendered, not redirected to, because the report exists only now)."""
     batch = get_object_or_404(RetractionBatch, pk=pk)
-    form = ReasonForm(request.POST, reason_required=True)
     try:
-        if not form.is_valid():
-            raise policy.Refusal("reason_required", form.problem(), 400)
         report = undo_batch(
-            batch=batch, actor=Actor.for_user(request.user), reason=form.cleaned_data["reason"]
+            batch=batch, actor=Actor.for_user(request.user), reason=given_reason(request.POST)
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         batch.refresh_from_db()
-        context = _batch_context(request, batch)
-        context["error"] = refusal.detail
-        return _batch_response(request, context, refusal.status)
-    return _batch_response(request, _batch_context(request, report.batch, report), 200)
-
-
-def _batch_response(request: SignedInRequest, context: dict[str, Any], status: int) -> HttpResponse:
-    if request.htmx:
-        return render(request, f"{BATCH_TEMPLATE}#undo", context, status=status)
-    return render(request, BATCH_TEMPLATE, context, status=status)
+        return refused(
+            request,
+            refusal,
+            fragment=f"{BATCH_TEMPLATE}#undo",
+            page=BATCH_TEMPLATE,
+            context=lambda: _batch_context(request, batch),
+        )
+    return answer(
+        request,
+        fragment=f"{BATCH_TEMPLATE}#undo",
+        page=BATCH_TEMPLATE,
+        context=lambda: _batch_context(request, report.batch, report),
+    )

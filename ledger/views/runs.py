@@ -14,11 +14,11 @@ from django.shortcuts import get_object_or_404, render
 from django.utils import timezone
 
 from ledger import access
-from ledger.models import JournalEntry, Run, RunNote
-from ledger.policy import journal_moves, stale_intent_cutoff
-from ledger.querysets import JournalEntryQuerySet
+from ledger.models import JournalEntry, JournalEntryQuerySet, Run, RunNote
+from ledger.reads.names import Names
+from ledger.rules.journal import journal_moves, stale_intent_cutoff
+from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest
-from ledger.views.presenting import Names
 
 HISTORY_SHOWN = 100
 
@@ -112,24 +112,35 @@ def _changed(value: Any, earlier: Any) -> str:
     return "" if value == earlier else pretty(value)
 
 
-@login_required
-def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
-    run = staff_run(request, ref)
+JOURNAL_TEMPLATE = "ledger/run_journal.html"
+
+
+def journal_context(request: SignedInRequest, run: Run) -> dict[str, Any]:
+    """What a run's journal shows: every entry (or those still to resolve), with its steps."""
     cutoff = stale_intent_cutoff(timezone.now())
     only_unresolved = request.GET.get("needs_resolution") == "1"
     entries = run.journal_entries.all()
     if only_unresolved:
         entries = entries.unresolved(cutoff)
     steps = steps_of(entries, request.user)
-    context = {
+    return {
         "run": run,
         "rows": [journal_row(e, cutoff, steps.get(e.pk, ())) for e in entries],
         "back": request.get_full_path(),
         "only_unresolved": only_unresolved,
         "unresolved": run.journal_entries.unresolved(cutoff).count(),
     }
-    template = "ledger/run_journal.html#entries" if request.htmx else "ledger/run_journal.html"
-    return render(request, template, context)
+
+
+@login_required
+def run_journal(request: SignedInRequest, ref: str) -> HttpResponse:
+    run = staff_run(request, ref)
+    return answer(
+        request,
+        fragment=f"{JOURNAL_TEMPLATE}#entries",
+        page=JOURNAL_TEMPLATE,
+        context=journal_context(request, run),
+    )
 
 
 @login_required

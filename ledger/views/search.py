@@ -10,24 +10,22 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django import forms
 from django.db.models import Prefetch, Q
-from django.http import Http404, HttpResponse, HttpResponseRedirect
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
-from django_htmx.http import HttpResponseClientRedirect, push_url
+from django_htmx.http import push_url
 
 from ledger import access
 from ledger.dates import day_window
-from ledger.models import LedgerEntry, Memory, Run, Source, Subject
-from ledger.querysets import MemoryQuerySet
-from ledger.views.forms import DayField
+from ledger.models import LedgerEntry, Memory, MemoryQuerySet, Run, Source, Subject
+from ledger.views.answers import answer
+from ledger.views.forms.search import FILTERS, SearchForm
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.paging import BadCursor, asked, keyset_page, next_query
-from ledger.views.presenting import STATUS_CHANGES
 from ledger.views.queues import queue_counts
 
 PAGE_SIZE = 50
@@ -37,51 +35,6 @@ HOME_SUBJECTS = 200
 # What one message or tool result wrote is a handful of rows; this bounds a reference that
 # many agents happened to reuse.
 SOURCE_ROWS = 200
-EXPIRING_DAYS_MAX = 3650
-
-ANY = [("", "Any")]
-FILTERS = (
-    "kind",
-    "basis",
-    "status",
-    "written_from",
-    "written_to",
-    "expiring_within",
-    "in_conflict",
-    "pending",
-)
-
-
-class SearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, strip=True, label="Search")
-    kind = forms.ChoiceField(required=False, choices=ANY + list(Memory.Kind.choices), label="Kind")
-    basis = forms.ChoiceField(
-        required=False, choices=ANY + list(Memory.Basis.choices), label="Said or guessed"
-    )
-    status = forms.ChoiceField(
-        required=False,
-        choices=ANY + [(s, STATUS_CHANGES[s]) for s in Memory.Status.values],
-        label="Status",
-    )
-    written_from = DayField(required=False, label="Written from")
-    written_to = DayField(required=False, label="Written to (inclusive)")
-    expiring_within = forms.IntegerField(
-        required=False, min_value=1, max_value=EXPIRING_DAYS_MAX, label="Expiring within (days)"
-    )
-    in_conflict = forms.BooleanField(required=False, label="In an open conflict")
-    pending = forms.BooleanField(required=False, label="Waiting for confirmation")
-    after = forms.CharField(required=False, label="Next page")
-
-    def clean(self) -> dict[str, Any]:
-        data = super().clean() or {}
-        start, end = data.get("written_from"), data.get("written_to")
-        if start and end and end < start:
-            raise forms.ValidationError("“Written to” is before “written from”.")
-        return data
-
-    def narrowed(self) -> bool:
-        """Whether any filter besides the text is set."""
-        return any(self.cleaned_data.get(name) for name in FILTERS)
 
 
 def _memories(form: SearchForm, now: datetime, viewer: access.Person) -> MemoryQuerySet:
@@ -135,10 +88,8 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
     typing = bool(request.htmx) and request.htmx.trigger == "q"
     if query and not typing and not form.narrowed() and not form.cleaned_data["after"]:
         target = _where_it_points(query)
-        if target and request.htmx:
-            return HttpResponseClientRedirect(target)
         if target:
-            return HttpResponseRedirect(target)
+            return answer(request, redirect_to=target)
     searched = bool(query) or form.narrowed()
     now = timezone.now()
     context: dict[str, Any] = {

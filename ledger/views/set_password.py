@@ -7,16 +7,9 @@ their history like every other change to them (as set, never its value).
 
 from __future__ import annotations
 
-from django.contrib.auth.forms import SetPasswordForm
-from django.contrib.auth.models import User
 from django.contrib.auth.views import PasswordResetConfirmView
 
-from ledger.actions.people import set_own_password
-
-
-class PersonSetsPassword(SetPasswordForm[User]):
-    def save(self, commit: bool = True) -> User:
-        return set_own_password(self.user, password=self.cleaned_data["new_password1"])
+from ledger.views.forms.people import PersonSetsPassword
 
 
 class SetPasswordView(PasswordResetConfirmView):

@@ -11,14 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django import forms
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
 
 from ledger.models import Snapshot
-from ledger.snapshots.diff import DocumentCounts, count_document, diff_documents
-from ledger.snapshots.schema import BUDGET_PARTS
+from ledger.rules.snapshots.diff import DocumentCounts, count_document, diff_documents
+from ledger.rules.snapshots.schema import BUDGET_PARTS
+from ledger.views.answers import answer
+from ledger.views.forms.search import DiffForm
 from ledger.views.http import SignedInRequest
 from ledger.views.runs import staff_run
 
@@ -218,21 +219,6 @@ def timeline(request: SignedInRequest, ref: str) -> HttpResponse:
     )
 
 
-class DiffForm(forms.Form):
-    a = forms.TypedChoiceField(label="From generation", coerce=int)
-    b = forms.TypedChoiceField(label="To generation", coerce=int)
-
-    def __init__(self, *args: Any, generations: Sequence[Snapshot], **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        choices = [
-            (str(s.generation), f"{s.generation} ({s.get_status_display()})") for s in generations
-        ]
-        for name in ("a", "b"):
-            field = self.fields[name]
-            assert isinstance(field, forms.ChoiceField)
-            field.choices = choices
-
-
 @login_required
 def diff(request: SignedInRequest, ref: str) -> HttpResponse:
     run = staff_run(request, ref)
@@ -258,7 +244,10 @@ def diff(request: SignedInRequest, ref: str) -> HttpResponse:
         )
     elif data is not None:
         status = 400
-    template = "ledger/snapshot_diff.html"
-    if request.htmx:
-        template += "#result"
-    return render(request, template, context, status=status)
+    return answer(
+        request,
+        fragment="ledger/snapshot_diff.html#result",
+        page="ledger/snapshot_diff.html",
+        context=context,
+        status=status,
+    )

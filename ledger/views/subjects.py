@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import json
 
-from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
-from ledger import policy
 from ledger.actions.erasure import erase_subject
 from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
-from ledger.exports import export_subject
 from ledger.models import Memory, Subject
+from ledger.reads.exports import export_subject
+from ledger.rules.people import ERASURE_REQUEST_MAX
+from ledger.rules.refusals import Refusal
+from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest
-from ledger.views.memories import TEMPLATE, is_own, subject_url
+from ledger.views.memories import is_own, part, subject_url
 
 
 def _visible_subject(request: SignedInRequest, ref: str) -> Subject:
@@ -37,18 +38,17 @@ def subject_pause(request: SignedInRequest, ref: str) -> HttpResponse:
         actor=Actor.for_user(request.user),
         paused=paused,
     )
-    if not request.htmx:
-        messages.success(request, "Memory is paused." if paused else "Memory is switched back on.")
-        return HttpResponseRedirect(subject_url(subject))
-    return render(
+    return answer(
         request,
-        f"{TEMPLATE}#switch",
-        {
+        fragment=part("switch"),
+        context=lambda: {
             "subject": subject,
             "own": is_own(request, subject),
             "switched": True,
             "in_use": Memory.objects.for_subject(subject).servable().exists(),
         },
+        redirect_to=subject_url(subject),
+        message="Memory is paused." if paused else "Memory is switched back on.",
     )
 
 
@@ -76,7 +76,8 @@ def _names(subject: Subject) -> set[str]:
 @login_required
 def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
     """GET: the deliberate confirm step. POST: erase, if the name was typed exactly (and,
-    when staff erase for someone, once they said who asked: the erasure review shows it)."""
+    when staff erase for someone, once they said who asked, which ``erase_subject``
+    demands: the erasure review shows it)."""
     subject = _visible_subject(request, ref)
     own = is_own(request, subject)
     context = {
@@ -86,7 +87,7 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
         "error": "",
         "requested_by": "",
         "request_error": "",
-        "request_max": policy.ERASURE_REQUEST_MAX,
+        "request_max": ERASURE_REQUEST_MAX,
     }
     if request.method == "GET":
         return render(request, "ledger/erase.html", context)
@@ -97,9 +98,6 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
     context.update(typed=typed, requested_by=requested_by)
     if typed.casefold() not in _names(subject):
         context["error"] = f"To erase, type “{subject.name}” exactly as shown. Nothing was erased."
-    if not own and not requested_by:
-        context["request_error"] = "Say who asked for the erasure, and how. Nothing was erased."
-    if context["error"] or context["request_error"]:
         return render(request, "ledger/erase.html", context, status=400)
     try:
         erasure = erase_subject(
@@ -108,7 +106,7 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
             pause=request.POST.get("pause") == "on",
             requested_by=requested_by,
         )
-    except policy.Refusal as refusal:
+    except Refusal as refusal:
         context["request_error"] = refusal.detail
         return render(request, "ledger/erase.html", context, status=refusal.status)
     counts = [
@@ -119,9 +117,9 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
             (erasure.sources, "source", "s"),
         ]
     ]
-    messages.success(
+    return answer(
         request,
-        f"Erased: {counts[0]}, {counts[1]} and {counts[2]} no longer hold any content. "
+        redirect_to=subject_url(subject),
+        message=f"Erased: {counts[0]}, {counts[1]} and {counts[2]} no longer hold any content. "
         "The assistant recalls nothing of it.",
     )
-    return HttpResponseRedirect(subject_url(subject))

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
-from django.http import HttpResponse, HttpResponseRedirect
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from ledger import webhooks
 from ledger.actions.webhooks import (
     NewSecret,
     delete_endpoint,
@@ -32,9 +30,11 @@ from ledger.actions.webhooks import (
 )
 from ledger.actors import Actor
 from ledger.models import WebhookDelivery, WebhookEndpoint
+from ledger.reads.names import Names
+from ledger.rules import webhooks
+from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest, admin_only
 from ledger.views.paging import BadCursor, keyset_page
-from ledger.views.presenting import Names
 
 TEMPLATE = "ledger/webhooks.html"
 PAGE_SIZE = 25
@@ -96,10 +96,10 @@ def _register(request: SignedInRequest) -> HttpResponse:
     return _show_once(request, made)
 
 
-def _show_once(request: SignedInRequest, made: NewSecret) -> HttpResponseRedirect:
+def _show_once(request: SignedInRequest, made: NewSecret) -> HttpResponse:
     """Redirect to the endpoint's page, which shows ``made``'s secret the one time."""
     request.session[SHOWN_SECRET] = {"endpoint": made.endpoint.pk, "secret": made.secret}
-    return _back(made.endpoint)
+    return _back(request, made.endpoint)
 
 
 def _popped_secret(request: SignedInRequest, endpoint: WebhookEndpoint) -> str:
@@ -158,8 +158,9 @@ def _endpoint_page(
     return response
 
 
-def _back(endpoint: WebhookEndpoint) -> HttpResponseRedirect:
-    return HttpResponseRedirect(reverse("webhook", args=[endpoint.pk]))
+def _back(request: SignedInRequest, endpoint: WebhookEndpoint, message: str = "") -> HttpResponse:
+    """The endpoint's page, redirected to (a reload sends nothing again)."""
+    return answer(request, redirect_to=reverse("webhook", args=[endpoint.pk]), message=message)
 
 
 @admin_only
@@ -176,8 +177,9 @@ def webhook_active(request: SignedInRequest, pk: int) -> HttpResponse:
         )
     except webhooks.BadEndpoint as error:
         return _endpoint_page(request, endpoint, errors={error.field: error.message}, status=409)
-    messages.success(request, "Activated." if active else "Deactivated: nothing is sent to it.")
-    return _back(endpoint)
+    return _back(
+        request, endpoint, message="Activated." if active else "Deactivated: nothing is sent to it."
+    )
 
 
 @admin_only
@@ -196,8 +198,7 @@ def webhook_test(request: SignedInRequest, pk: int) -> HttpResponse:
     endpoint = get_object_or_404(WebhookEndpoint, pk=pk)
     delivery = send_test_event(endpoint=endpoint, actor=Actor.for_user(request.user))
     waits = "" if delivery.endpoint.active else WAITS
-    messages.success(request, f"Test event {delivery.event_id} queued.{waits}")
-    return _back(endpoint)
+    return _back(request, endpoint, message=f"Test event {delivery.event_id} queued.{waits}")
 
 
 @admin_only
@@ -210,8 +211,11 @@ def webhook_delete(request: SignedInRequest, pk: int) -> HttpResponse:
     delete_endpoint(
         endpoint=endpoint, actor=Actor.for_user(request.user), reason=request.POST.get("reason", "")
     )
-    messages.success(request, f"Endpoint {endpoint.url} deleted, with its deliveries.")
-    return HttpResponseRedirect(reverse("webhooks"))
+    return answer(
+        request,
+        redirect_to=reverse("webhooks"),
+        message=f"Endpoint {endpoint.url} deleted, with its deliveries.",
+    )
 
 
 @admin_only
@@ -224,5 +228,4 @@ def webhook_retry(request: SignedInRequest, pk: int, delivery: int) -> HttpRespo
     except webhooks.BadEndpoint as error:
         return _endpoint_page(request, endpoint, errors={error.field: error.message}, status=409)
     waits = "" if retried.endpoint.active else WAITS
-    messages.success(request, f"Retry of {row.event_id} queued.{waits}")
-    return _back(endpoint)
+    return _back(request, endpoint, message=f"Retry of {row.event_id} queued.{waits}")

@@ -3,7 +3,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger import audit_chain
+from ledger.reads import audit_chain
 
 # A plain PostgreSQL identifier: anything else is more likely a typo than a role's name.
 NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_$]{0,62}")

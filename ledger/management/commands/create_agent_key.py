@@ -2,9 +2,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger import policy
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
+from ledger.rules.refusals import Refusal
 
 
 class Command(BaseCommand):
@@ -22,7 +22,7 @@ class Command(BaseCommand):
         wanted = [s.strip() for s in scopes.split(",") if s.strip()]
         try:
             agent, key = create_agent(name=name, scopes=wanted, actor=Actor.system("cli"))
-        except policy.Refusal as refusal:
+        except Refusal as refusal:
             if refusal.code == "agent_name_taken":
                 raise CommandError(
                     f"{refusal.detail}\nTo rotate it: manage.py rotate_agent_key {name} "

@@ -15,7 +15,7 @@ from ledger.actions.people import (
     update_person,
 )
 from ledger.actors import Actor
-from ledger.policy import Refusal
+from ledger.rules.refusals import Refusal
 
 DEFAULT_REASON = "From the command line."
 

@@ -16,8 +16,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ledger.actions.imports import ImportReport, import_memories
 from ledger.api.imports import ImportReportSerializer, ImportRequestSerializer
-from ledger.import_formats import FORMATS, MAX_CHARS, UnreadableFile
 from ledger.models import Agent, Memory
+from ledger.rules.import_formats import FORMATS, MAX_CHARS, UnreadableFile
 
 UNUSABLE = 2
 

@@ -2,8 +2,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from ledger import recall_log
 from ledger.actions.recall_log import keep_recall_log
+from ledger.reads import recall_log
 
 
 class Command(BaseCommand):

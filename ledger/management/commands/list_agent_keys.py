@@ -4,9 +4,9 @@ from typing import Any
 from django.core.management.base import BaseCommand
 from django.utils import timezone
 
-from ledger import policy
 from ledger.dates import when
 from ledger.models import AgentKey
+from ledger.rules.agents import Restriction, restriction_reason
 
 COLUMNS = ("NAME", "PREFIX", "SCOPES", "CREATED", "LAST USED", "EXPIRES", "STATE")
 
@@ -19,7 +19,7 @@ def state(key: AgentKey, now: datetime) -> str:
     if key.expires_at is not None and key.expires_at <= now:
         return "stopped (rotated)"
     words = ["working (grace)" if key.expires_at else "working"]
-    words += [r.words for r in policy.Restriction if policy.restriction_reason(agent, r)]
+    words += [r.words for r in Restriction if restriction_reason(agent, r)]
     return "; ".join(words)
 
 

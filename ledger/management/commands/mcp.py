@@ -9,8 +9,8 @@ from typing import Any
 
 import anyio
 from django.core.management.base import BaseCommand, CommandError
+from memoryadmin_client import MemoryAdminError
 
-from ledger.client import MemoryAdminError
 from ledger.mcp.http import PATH, serve_http
 from ledger.mcp.server import KEY_ENV, caller, serve_stdio
 

@@ -2,10 +2,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger import policy
 from ledger.actions.agents import revoke_agent
 from ledger.actors import Actor
 from ledger.models import Agent
+from ledger.rules.refusals import Refusal
 
 
 class Command(BaseCommand):
@@ -21,6 +21,6 @@ class Command(BaseCommand):
             raise CommandError(f"No agent named '{name}'.")
         try:
             revoke_agent(agent=agent, actor=Actor.system("cli"), reason=reason)
-        except policy.Refusal as refusal:
+        except Refusal as refusal:
             raise CommandError(refusal.detail) from refusal
         self.stdout.write(f"Agent '{name}' revoked: none of its keys works any more.")

@@ -2,11 +2,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger import policy
 from ledger.actions.agents import rotate_agent_key
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Agent
+from ledger.rules.agents import GRACE_HOURS_MAX
+from ledger.rules.refusals import Refusal
 
 
 class Command(BaseCommand):
@@ -21,8 +22,7 @@ class Command(BaseCommand):
             "--grace-hours",
             type=int,
             required=True,
-            help=f"how long the old key keeps working: 0 (stops at once) to "
-            f"{policy.GRACE_HOURS_MAX}",
+            help=f"how long the old key keeps working: 0 (stops at once) to {GRACE_HOURS_MAX}",
         )
         parser.add_argument(
             "--reason",
@@ -38,7 +38,7 @@ class Command(BaseCommand):
             rotation = rotate_agent_key(
                 agent=agent, actor=Actor.system("cli"), grace_hours=grace_hours, reason=reason
             )
-        except policy.Refusal as refusal:
+        except Refusal as refusal:
             raise CommandError(refusal.detail) from refusal
         self.stdout.write(f"Agent '{name}' has a new key.")
         if not rotation.replaced:

@@ -26,8 +26,8 @@ from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
 from ledger.keys import known_key
 from ledger.models import Agent, Memory, Subject
-from ledger.policy import Restriction
-from ledger.recall import recall
+from ledger.reads.recall import recall
+from ledger.rules.agents import Restriction
 
 DEMO_PASSWORD = "demo-password-1"
 DEMO_AGENT = "demo-assistant"

@@ -3,7 +3,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger import audit_chain
+from ledger.actions import seals
+from ledger.reads import audit_chain
 
 
 class Command(BaseCommand):
@@ -29,7 +30,7 @@ class Command(BaseCommand):
         if stale_minutes < 0:
             raise CommandError("--stale-minutes must be 0 or more.")
         if not no_seal:
-            audit_chain.seal_pending(full=True)
+            seals.seal_pending(full=True)
         checks = audit_chain.verify(stale_after=timedelta(minutes=stale_minutes))
         for check in checks:
             if check.stale:

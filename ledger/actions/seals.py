@@ -1,0 +1,279 @@
+"""Sealing the audit's hash chain (``ledger.reads.audit_chain`` defines it and checks it).
+
+A commit that wrote chained rows queues one sealer for its tables (``seal_after_commit``);
+the beat's pass seals whatever a queue missed, and ``verify_audit`` everything left. Seals
+are written to their own append-only table, so the history tables need no UPDATE.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import zlib
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from celery import current_app
+from django.db import IntegrityError, connections, transaction
+from django.db.models import Q, Subquery
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from kombu.exceptions import KombuError
+
+from ledger.models import AuditSeal
+from ledger.reads.audit_chain import (
+    Chain,
+    Finding,
+    chains,
+    digest_of,
+    hash_of,
+    rows_of,
+    sealed,
+    seals_in_chunks,
+    unsealed,
+    walk,
+)
+
+logger = logging.getLogger(__name__)
+
+# Rows sealed in one transaction: a pass seals as many batches as it needs.
+SEAL_BATCH = 500
+# A commit's sealer runs this long after it is queued: the commits of the same process that
+# follow in that time, to the same tables, leave their rows to it, so a burst of writes
+# queues about one task a second per process instead of one per write.
+SEAL_DELAY_SECONDS = 1
+# A queued sealer that waited longer than this is dropped unrun: the beat's pass, every
+# minute, has sealed its rows since.
+SEAL_EXPIRES_SECONDS = 60
+# A process that could not queue a sealer (the broker down) leaves its commits to the
+# beat's pass for this long before it tries again, so an outage slows one write a minute
+# per process, not every write.
+SEAL_RETRY_SECONDS = 60
+SEAL_TASK = "ledger.tasks.seal_written"
+# A row committed after a later row was sealed (its transaction ran long) is found by the
+# beat task's pass if it was written this recently; an older one by verify_audit's.
+LATE_COMMIT = timedelta(minutes=15)
+# The first key of the sealers' advisory locks ("AUDT"); the second is the table's.
+_LOCK_CLASS = 0x41554454
+
+
+def _take_sealer_lock(chain: Chain, using: str, *, wait: bool = False) -> bool:
+    """Only one sealer per table at a time. PostgreSQL: an advisory lock held until this
+    transaction ends, tried, never waited for (but waited for when ``wait``: a reseal must
+    not miss a seal); SQLite serialises writers by itself."""
+    connection = connections[using]
+    if connection.vendor != "postgresql":
+        return True
+    key = zlib.crc32(chain.table.encode()) - 2**31  # the lock's second key is a signed int4
+    take = "pg_advisory_xact_lock" if wait else "pg_try_advisory_xact_lock"
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {take}(%s, %s)", [_LOCK_CLASS, key])
+        return wait or bool(cursor.fetchone()[0])
+
+
+def seal_batch(chain: Chain, *, late_since: datetime | None = None, using: str = "default") -> int:
+    """Seal up to ``SEAL_BATCH`` rows of one table, oldest id first; how many.
+
+    It looks for rows above the highest one sealed, which is cheap (the sealer a commit
+    queues does only this); with ``late_since``, also for rows written since then that
+    committed after a later row was sealed (the beat task's pass).
+    """
+    highest = sealed(chain, using).order_by("-row_id").values("row_id")[:1]
+    wanted = Q(**{f"{chain.row_id}__gt": Coalesce(Subquery(highest), 0)})
+    if late_since is not None:
+        wanted |= Q(**{f"{chain.date}__gte": late_since})
+    return len(_seal(chain, wanted, using))
+
+
+def seal_table(chain: Chain) -> int:
+    """Seal every row of one table that has none, a batch at a time; how many."""
+    after, total = 0, 0
+    while True:
+        # Walking up the ids keeps each batch's search to the rows not yet looked at.
+        seals = _seal(chain, Q(**{f"{chain.row_id}__gt": after}), "default")
+        total += len(seals)
+        if len(seals) < SEAL_BATCH:
+            return total
+        after = seals[-1].row_id
+
+
+def _seal(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
+    try:
+        with transaction.atomic(using=using):
+            if not _take_sealer_lock(chain, using):
+                return []
+            seals = _next_seals(chain, wanted, using)
+            AuditSeal.objects.using(using).bulk_create(seals)
+            return seals
+    except IntegrityError:
+        # Another sealer took these seqs first (SQLite has no advisory lock): its seals
+        # stand, and these rows are left to the next pass.
+        return []
+
+
+def _next_seals(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
+    last = sealed(chain, using).order_by("-seq").values("seq", "hash").first()
+    rows = unsealed(chain, using).filter(wanted).order_by(chain.row_id)
+    previous, seq = (last["hash"], last["seq"]) if last else ("", 0)
+    now = timezone.now()
+    seals = []
+    for row in rows.values(*chain.columns)[:SEAL_BATCH]:
+        seq += 1
+        digest = digest_of(chain, row)
+        previous = hash_of(chain, previous, row, digest)
+        seals.append(
+            AuditSeal(
+                table=chain.table,
+                row_id=row[chain.row_id],
+                seq=seq,
+                digest=digest,
+                hash=previous,
+                sealed_at=now,
+            )
+        )
+    return seals
+
+
+def seal_pending(*, full: bool = False, max_batches: int = 100) -> int:
+    """Seal what is waiting in every table; how many.
+
+    ``full`` seals every row without a seal, in the whole of each table (verify_audit's
+    pass). Otherwise (the beat task) up to ``max_batches`` batches a table, of the rows
+    above the highest sealed one and of the last ``LATE_COMMIT``'s.
+    """
+    if full:
+        return sum(seal_table(chain) for chain in chains())
+    late_since = timezone.now() - LATE_COMMIT
+    return sum(
+        _seal_batches(chain, late_since=late_since, using="default", max_batches=max_batches)
+        for chain in chains()
+    )
+
+
+def seal_written(tables: Iterable[str], *, using: str = "default", max_batches: int = 100) -> int:
+    """Seal the rows above the highest sealed one in each of ``tables`` (the task commits
+    queue); how many. A table this release does not chain (named by a message an older
+    release queued) is passed over: the beat's pass seals whatever it held."""
+    known = {chain.table: chain for chain in chains()}
+    return sum(
+        _seal_batches(known[table], late_since=None, using=using, max_batches=max_batches)
+        for table in tables
+        if table in known
+    )
+
+
+def _seal_batches(
+    chain: Chain, *, late_since: datetime | None, using: str, max_batches: int
+) -> int:
+    total = 0
+    for _ in range(max_batches):
+        sealed = seal_batch(chain, late_since=late_since, using=using)
+        total += sealed
+        if sealed < SEAL_BATCH:
+            break
+    return total
+
+
+@dataclass(eq=False)
+class _SealAfterCommit:
+    """The tables one transaction wrote chained rows to, for the sealer once it commits."""
+
+    using: str
+    tables: set[str] = field(default_factory=set)
+
+    def __call__(self) -> None:
+        queue_sealer(self.tables, using=self.using)
+
+
+def seal_after_commit(table: str, using: str) -> None:
+    """Have ``table``'s new rows sealed once the current transaction commits: one sealer
+    for the transaction, however many tables and rows it writes."""
+    # Each entry is (savepoints, callback, robust).
+    for entry in connections[using].run_on_commit:
+        callback = entry[1]
+        if isinstance(callback, _SealAfterCommit):
+            # Each savepoint that callback was queued in is either released or still open
+            # around this write (one rolled back takes its callbacks with it), so the row
+            # commits with the callback or not at all.
+            callback.tables.add(table)
+            return
+    # Robust: whatever goes wrong queuing it is logged, and never fails a write that has
+    # already committed; the beat's pass seals its rows.
+    transaction.on_commit(_SealAfterCommit(using, {table}), using=using, robust=True)
+
+
+# (database, table) → the monotonic time until which a sealer queued by this process has
+# yet to start: a commit's rows in that table are left to it. Per process: nothing is
+# shared, and a second process queues its own (at worst, two runs where one would do).
+_queued_until: dict[tuple[str, str], float] = {}
+
+
+def queue_sealer(tables: Iterable[str], *, using: str) -> None:
+    """Queue the sealer task (``SEAL_TASK``) for those of ``tables`` no queued run of this
+    process will reach; with ``CELERY_TASK_ALWAYS_EAGER`` (no worker), seal them now.
+
+    A commit left to a queued run is sealed by it: the run starts ``SEAL_DELAY_SECONDS``
+    after it was queued, and so after every commit it was left. A worker whose clock runs
+    ahead may start it early; whatever it misses, the beat's pass seals within a minute."""
+    eager = current_app.conf.task_always_eager
+    now = time.monotonic()
+    due = sorted(
+        table for table in tables if eager or _queued_until.get((using, table), 0.0) <= now
+    )
+    if not due:
+        return
+    if eager:
+        seal_written(due, using=using)
+        return
+    for table in due:
+        _queued_until[(using, table)] = now + SEAL_DELAY_SECONDS
+    try:
+        # By name: the web process need not have imported the tasks module.
+        current_app.send_task(
+            SEAL_TASK,
+            (due, using),
+            countdown=SEAL_DELAY_SECONDS,
+            expires=SEAL_EXPIRES_SECONDS,
+            # One attempt: a write must not wait on a broker that is down.
+            retry=False,
+        )
+    except (KombuError, OSError) as error:
+        for table in due:
+            _queued_until[(using, table)] = now + SEAL_RETRY_SECONDS
+        logger.warning(
+            "The audit sealer could not be queued (%s): the beat's pass seals the new rows "
+            "of %s; this process tries again in %s seconds.",
+            error,
+            ", ".join(due),
+            SEAL_RETRY_SECONDS,
+        )
+
+
+class ChainDoesNotFollow(Exception):
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+
+
+def reseal(old: Chain, new: Chain) -> int:
+    """Seal one table's sealed rows again under ``new``'s layout (columns added, fields
+    moved into the digest), in their order and keeping their times, once every seal has been
+    checked under ``old``'s as ``verify_audit`` checks it, erasures included; how many.
+
+    A chain that does not follow raises ``ChainDoesNotFollow`` with its first bad row, and
+    nothing is resealed: sealing it again would launder whatever changed it. A row blanked
+    by an erasure is sealed as it stands, its content being gone. Holds the table's sealer
+    lock until the transaction ends, so no sealer adds a seal under either layout meanwhile."""
+    _take_sealer_lock(new, "default", wait=True)
+    check = walk(old)
+    if check.finding is not None:
+        raise ChainDoesNotFollow(check.finding)
+    previous = ""
+    for seals in seals_in_chunks(new):
+        rows = rows_of(new, seals)
+        for seal in seals:
+            seal.digest = digest_of(new, rows[seal.row_id])
+            seal.hash = previous = hash_of(new, previous, rows[seal.row_id], seal.digest)
+        AuditSeal.objects.bulk_update(seals, ["digest", "hash"])
+    return check.checked

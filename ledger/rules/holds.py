@@ -1,0 +1,156 @@
+"""Why a write lands pending for a person, whatever the rest of the policy says: an
+admin's restriction on its agent, or text unsafe to hand an assistant."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ledger.choices import (
+    Basis,
+    MemoryStatus,
+    SourceKind,
+)
+from ledger.rules import poison
+from ledger.rules.agents import RestrictedRefusal, Restriction
+from ledger.rules.facts import AgentFacts
+from ledger.rules.refusals import Refusal
+from ledger.rules.text import sentence
+
+# The decision's code for a write held because its text is unsafe to hand an assistant.
+HELD_FOR_REVIEW = "held_for_review"
+
+
+@dataclass(frozen=True)
+class Hold:
+    """Why an agent's write lands pending whatever the rest of the policy says: an admin's
+    restriction on the agent (with the admin's reason, ``because``), or a finding of
+    ``ledger.rules.poison`` in its text."""
+
+    restriction: Restriction | None
+    because: str
+    reason: str
+
+    @property
+    def code(self) -> str:
+        return self.restriction.code if self.restriction else HELD_FOR_REVIEW
+
+
+def hold_for_text(statement: str) -> Hold | None:
+    """A statement that speaks to the model, carries a link or markup, or holds a secret
+    waits for a person, whoever wrote it and on whatever basis."""
+    found = poison.finding(statement)
+    if found is None:
+        return None
+    return Hold(
+        None,
+        "",
+        f"Held for a person's review: {found.message} Agents are not given it until a "
+        "person confirms it.",
+    )
+
+
+def refuse_unsafe_text(text: str, *, what: str) -> None:
+    """Text that has no pending state to wait in (``what``: a ledger fact) is refused when
+    it would be unsafe to hand an assistant: agents are given it verbatim once it is stored."""
+    found = poison.finding(text)
+    if found is None:
+        return
+    raise Refusal(
+        "unsafe_text",
+        f"{what} is handed to agents verbatim and cannot wait for a person's review, so it "
+        f"is refused: {found.message} Nothing was written.",
+    )
+
+
+def held_for_review(*, status: str, statement: str) -> str:
+    """Why a memory waiting for a person was held for its words, for whoever answers it;
+    empty when nothing in them was unsafe."""
+    found = poison.finding(statement) if status == MemoryStatus.PENDING else None
+    return f"Held for review: {found.message}" if found else ""
+
+
+def refuse_paused_agent(agent: AgentFacts | None) -> None:
+    """A paused agent's memory, ledger and new journal writes are refused; None is a person."""
+    if agent is None or not agent.writes_paused:
+        return
+    because = agent.writes_paused_because
+    raise RestrictedRefusal(
+        Restriction.WRITES_PAUSED,
+        because,
+        f"An admin paused this agent's writes: {sentence(because)} Nothing was written; "
+        "writes work again once an admin lifts the pause.",
+    )
+
+
+def refuse_unheld_change(agent: AgentFacts | None, *, what: str) -> None:
+    """A change that cannot wait for a person's confirmation (``what``: a deletion, a ledger
+    entry) is refused while the agent is paused or quarantined."""
+    refuse_paused_agent(agent)
+    if agent is None or not agent.quarantined:
+        return
+    because = agent.quarantined_because
+    raise RestrictedRefusal(
+        Restriction.QUARANTINED,
+        because,
+        f"An admin quarantined this agent: {sentence(because)} Its memories wait for a "
+        f"person's confirmation, but {what} cannot wait, so it is refused. Nothing was written.",
+    )
+
+
+# Sources by which an agent says the person said it: their message, or an older system's
+# record of what they stated (an import).
+PERSONS_WORD = (SourceKind.USER_MESSAGE, SourceKind.IMPORT)
+
+
+def hold_for(agent: AgentFacts, *, basis: str, source_kind: str, statement: str) -> Hold | None:
+    """Why this agent's memory write lands pending, or None: quarantined, everything it
+    writes; not trusted for stated memories, a statement it says came from the person
+    (in a message, or in an import); and from anyone, a statement unsafe to hand an
+    assistant."""
+    if agent.quarantined:
+        because = agent.quarantined_because
+        return Hold(
+            Restriction.QUARANTINED,
+            because,
+            f"Quarantined by an admin: {sentence(because)} Everything this agent writes "
+            "waits for a person's confirmation before agents may use it.",
+        )
+    if agent.stated_untrusted and basis == Basis.STATED and source_kind in PERSONS_WORD:
+        because = agent.stated_untrusted_because
+        return Hold(
+            Restriction.STATED_UNTRUSTED,
+            because,
+            f"This agent is not trusted for what people said: {sentence(because)} Its "
+            "report of the person's message is taken as its own claim, and waits for a "
+            "person's confirmation before agents may use it.",
+        )
+    return hold_for_text(statement)
+
+
+def hold_for_repeat(*, writer: AgentFacts | None, statement: str) -> Hold | None:
+    """A pending memory a quarantined agent wrote, or one unsafe to hand an assistant, waits
+    for a person, whoever repeats it: another agent's repeat is no confirmation."""
+    if writer is None or not writer.quarantined:
+        return hold_for_text(statement)
+    because = writer.quarantined_because
+    return Hold(
+        Restriction.QUARANTINED,
+        because,
+        f"It was first written by '{writer.name}', which an admin quarantined: "
+        f"{sentence(because)} Only a person's confirmation makes it active.",
+    )
+
+
+def refuse_untrusted_statement(agent: AgentFacts | None, *, source_kind: str, what: str) -> None:
+    """Not trusted for stated memories: ``what`` (an established fact, an agreement) resting
+    on the person's message would be the agent's claim passed off as the person's word."""
+    if agent is None or not agent.stated_untrusted or source_kind not in PERSONS_WORD:
+        return
+    because = agent.stated_untrusted_because
+    raise RestrictedRefusal(
+        Restriction.STATED_UNTRUSTED,
+        because,
+        f"An admin marked this agent not trusted for what people said: {sentence(because)} "
+        f"{what} on the strength of the person's message is refused; record it as an "
+        "interpretation instead. Nothing was written.",
+    )
