@@ -66,12 +66,11 @@ class SubjectQuerySet(models.QuerySet["Subject"]):
 
         Each count is a subquery of its row, so a list of the first subjects counts the
         memories of those alone, never of every subject before it is cut."""
-        memories = self.model._meta.get_field("memories").related_model
 
         def counted(status: str) -> Coalesce:
             # COUNT(*): read from the index on (subject, status) alone, no row fetched.
             rows = (
-                memories._default_manager.filter(subject=OuterRef("pk"), status=status)
+                Memory.objects.filter(subject=OuterRef("pk"), status=status)
                 .order_by()
                 .values("subject")
                 .annotate(n=Count("*"))
@@ -138,9 +137,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         (``ledger.views.paging.keyset_page``): ORed in one query, they would read every
         memory. A memory has many sources, so they are matched in a subquery: each once.
         """
-        subjects = self.model._meta.get_field("subject").related_model._default_manager
-        agents = self.model._meta.get_field("agent").related_model._default_manager
-        agent = agents.filter(name__iexact=text)
+        agent = Agent.objects.filter(name__iexact=text)
         matches = [
             _statement_matches(self.db, text),
             Q(pk__in=self.filter(sources__ref=text).values("pk")),
@@ -150,7 +147,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             Q(Exists(agent), agent__in=agent),
         ]
         if by_subject:
-            named = subjects.filter(Q(ref__icontains=text) | Q(display_name__icontains=text))
+            named = Subject.objects.filter(Q(ref__icontains=text) | Q(display_name__icontains=text))
             matches.append(Q(subject__in=named))
         return matches
 
@@ -167,8 +164,7 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             pass
         # A subquery of one value, run once: the lookup of the subject's memories is then
         # by index, as the slot's is.
-        subject = self.model._meta.get_field("subject").related_model
-        named = subject._default_manager.filter(ref=text).values("pk")[:1]
+        named = Subject.objects.filter(ref=text).values("pk")[:1]
         exact = self.filter(Q(subject_id=Subquery(named)) | Q(key=text))
         return exact if exact.exists() else self.filter(_statement_matches(self.db, text))
 
