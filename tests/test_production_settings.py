@@ -61,6 +61,13 @@ def test_production_settings_pass_the_deployment_checks() -> None:
     assert "System check identified no issues" in ran.stdout
 
 
+@pytest.mark.parametrize("rate", ["off", "0/min", "600 a minute"])
+def test_a_rate_limit_that_is_not_one_stops_the_app_at_start(rate: str) -> None:
+    ran = check_deploy(MEMORYADMIN_RATE_WRITES=rate)
+    assert ran.returncode != 0
+    assert f"MEMORYADMIN_RATE_WRITES: {rate!r}" in ran.stderr
+
+
 def test_a_deployment_without_an_e_mail_server_is_told_how_to_set_one_or_turn_it_off() -> None:
     ran = check_deploy(EMAIL_BACKEND=None, EMAIL_HOST=None)
     assert ran.returncode != 0
