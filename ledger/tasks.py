@@ -7,6 +7,8 @@ must be safe to run twice, and is.
 
 from __future__ import annotations
 
+import logging
+import uuid
 from smtplib import SMTPException
 from typing import Any
 
@@ -14,8 +16,11 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from ledger.actions import expiry, recall_log, reminders, seals
+from ledger.actions import expiry, recall_log, reminders, seals, vectors
 from ledger.delivery import webhooks
+from ledger.embeddings import EmbeddingUnavailable
+
+logger = logging.getLogger(__name__)
 
 # Lost connections, deadlocks and mail-server trouble pass; retry soon, a few times, with
 # a short capped backoff rather than a long countdown the broker might redeliver early.
@@ -83,3 +88,25 @@ def deliver_webhooks(event_id: str | None = None) -> dict[str, Any]:
     if event_id is None:
         sent["forgotten"] = webhooks.forget_settled()
     return sent
+
+
+@shared_task(name=vectors.EMBED_TASK, **RETRY)  # type: ignore[untyped-decorator]
+def embed_memories(memory_ids: list[str], using: str = "default") -> dict[str, int]:
+    """Embed the memories a transaction wrote. With the backend down they wait for the
+    beat's pass (``embed_missing``): a retry here would only wait on it too."""
+    try:
+        return {"embedded": vectors.embed([uuid.UUID(pk) for pk in memory_ids], using=using)}
+    except EmbeddingUnavailable as error:
+        logger.warning("New memories were not embedded (%s): the beat's pass will.", error)
+        return {"embedded": 0}
+
+
+@shared_task(name="ledger.tasks.embed_missing", **RETRY)  # type: ignore[untyped-decorator]
+def embed_missing() -> dict[str, int]:
+    """The beat's pass: what a broker outage or the backend left unembedded, a bounded
+    number per run; ``manage.py embed_memories`` does a whole model change."""
+    try:
+        return {"embedded": vectors.embed_missing(limit=settings.MEMORYADMIN_EMBED_PASS_SIZE)}
+    except EmbeddingUnavailable as error:
+        logger.warning("The embedding pass stopped (%s): the next one tries again.", error)
+        return {"embedded": 0}

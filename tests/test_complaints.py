@@ -86,7 +86,10 @@ def test_without_a_phrase_the_most_recalled_come_first(
             {"subject": MARCO, "start": "2027-03-05", "end": "2027-03-01"},
             "The first day comes after the last one.",
         ),
-        ({"subject": ""}, "This field is required."),
+        (
+            {"subject": ""},
+            "Nothing to look for: give words from the complaint, a subject, or both.",
+        ),
     ],
 )
 def test_bad_input_is_refused_in_words(

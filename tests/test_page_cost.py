@@ -293,7 +293,10 @@ def test_a_search_pages_through_every_way_a_memory_matches_newest_first(
 
 
 def listed(html: str, memory: Memory) -> bool:
-    return f'href="/memories/{memory.pk}/history/"' in html
+    """Whether the memory table links to the memory's trace (on the search page: not the
+    best matches of every type above it)."""
+    table = html.split('id="memory-results-title"', 1)[-1]
+    return f'href="/memories/{memory.pk}/history/"' in table
 
 
 # The queues.

@@ -12,6 +12,7 @@ from django.db import connection
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from ledger.actions import vectors
 from ledger.actions.erasure import erase_subject
 from ledger.actions.expiry import expire_due
 from ledger.actions.gate import MemoryInput, write_memory
@@ -20,7 +21,7 @@ from ledger.actions.policy import change_policy
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Recall, RecallItem, Run, Subject
-from ledger.reads.recall import goal_terms, plain_ranking
+from ledger.reads.retrieval import rank_memories
 from tests.conftest import SUBJECT, agent_client
 
 pytestmark = pytest.mark.django_db
@@ -167,14 +168,16 @@ def test_relevance_to_the_goal_orders_the_memories(api: APIClient, remember) -> 
     remember("Refund for order 1234 was promised by email on Monday.")
     remember("Has a dog called Rex.")
     remember("Asked about a refund once.")
+    vectors.embed_missing()
     response = get(api, goal="Chase the promised refund for order 1234")
+    # The dog has nothing to do with it: below the floor, it is not served to fill k.
     assert statements(response) == [
         "Refund for order 1234 was promised by email on Monday.",
         "Asked about a refund once.",
-        "Has a dog called Rex.",
     ]
     ranks = [m["rank"] for m in response.json()["memories"]]
-    assert ranks[0] > ranks[1] > ranks[2] == 0.0
+    assert ranks[0] > ranks[1] > 0
+    assert response.json()["semantic"] == "used"
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's English stemming")
@@ -184,24 +187,50 @@ def test_english_stemming_matches_other_forms_of_a_word(api: APIClient, remember
     assert statements(get(api, goal="refunds", k=1)) == ["Was refunded twice in March."]
 
 
-def test_plain_fallback_ranks_by_shared_words_then_stated_then_newer(remember) -> None:
+def test_words_alone_rank_by_bm25_then_stated_then_newer(remember, settings) -> None:
+    settings.MEMORYADMIN_EMBEDDINGS = "off"
     remember("Asked about a refund.")
     infer(remember, "Wants a refund by bank transfer.")
     remember("Refund for order 1234 was promised.")
     remember("Has a dog called Rex.")
     candidates = Memory.objects.filter(subject__ref=SUBJECT).servable(timezone.now())
-    ranked = plain_ranking(candidates, goal_terms("Chase the refund for order 1234"), k=3)
-    assert [r.memory.statement for r in ranked] == [
+    ranking = rank_memories(candidates=candidates, goal="Chase the refund for order 1234", k=5)
+    assert [r.memory.statement for r in ranking.memories] == [
         "Refund for order 1234 was promised.",
         "Asked about a refund.",
         "Wants a refund by bank transfer.",
+        # Without meaning nothing can tell it is irrelevant: it fills the last place.
+        "Has a dog called Rex.",
     ]
-    assert ranked[0].rank == 0.75 and ranked[1].rank == ranked[2].rank == 0.25
+    first, second, third, last = (r.why for r in ranking.memories)
+    assert last.lexical == 0 and last.matched == ()
+    assert first.matched == ("refund", "order", "1234") and second.matched == ("refund",)
+    # The shorter statement weighs its one shared word more (BM25's length norm).
+    assert first.lexical > second.lexical > third.lexical > 0
+    assert ranking.semantic == "off"
+
+
+def test_a_rare_word_outweighs_common_ones(remember, settings) -> None:
+    settings.MEMORYADMIN_EMBEDDINGS = "off"
+    for statement in (
+        "Training four times a week for the autumn race.",
+        "Long run every week on Sunday mornings.",
+        "Training plan changes every week in spring.",
+        "Had an Achilles injury two years ago.",
+    ):
+        remember(statement)
+    candidates = Memory.objects.filter(subject__ref=SUBJECT).servable(timezone.now())
+    goal = "Adjust this week's training for his Achilles flare-up"
+    ranking = rank_memories(candidates=candidates, goal=goal, k=1)
+    assert [r.memory.statement for r in ranking.memories] == [
+        "Had an Achilles injury two years ago."
+    ]
 
 
 def test_stated_outranks_inferred_at_equal_relevance(api: APIClient, remember) -> None:
-    remember("Asked about a refund for the blue jacket.")
-    infer(remember, "Wants a refund sent by bank transfer.")  # newer, but only a guess
+    # The same number of words: the same weight for "refund" in each.
+    remember("Asked about a refund for jackets.")
+    infer(remember, "Wants a refund by transfer.")  # newer, but only a guess
     response = get(api, goal="refund")
     memories = response.json()["memories"]
     assert [m["basis"] for m in memories] == ["stated", "inferred"]

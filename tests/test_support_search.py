@@ -75,8 +75,10 @@ def find(client: Client, **params: Any) -> str:
 
 
 def listed(html: str, *memories: Memory) -> set[str]:
-    """Which of these memories the results table links to the trace of."""
-    return {m.statement for m in memories if reverse("memory-history", args=[m.pk]) in html}
+    """Which of these memories the results table links to the trace of (on the search
+    page, the memory table: not the best matches of every type above it)."""
+    table = html.split('id="memory-results-title"', 1)[-1]
+    return {m.statement for m in memories if reverse("memory-history", args=[m.pk]) in table}
 
 
 def test_a_message_ref_goes_to_everything_written_from_it(story: dict[str, Memory]) -> None:

@@ -23,6 +23,7 @@ from rest_framework.test import APIClient
 
 from ledger.actions import seals
 from ledger.actions.policy import change_policy
+from ledger.actions.vectors import EMBED_TASK
 from ledger.actors import Actor
 from ledger.models import AuditSeal, Memory, Source, Subject, WriteDecision
 from ledger.reads import audit_chain
@@ -185,6 +186,14 @@ def test_a_burst_of_writes_queues_one_sealer_a_second_which_seals_them_all(
     assert max(len(sqls) for sqls in costs[1:]) <= 10
     assert not any("auditseal" in sql or "advisory" in sql for sqls in costs for sql in sqls)
     messages = queued(broker)
+    # Each write also queues its new memory's embedding, naming that memory alone, and
+    # embeds nothing in the request.
+    embeddings = [args for name, args in messages if name == EMBED_TASK]
+    assert sorted(memory for ids, _ in embeddings for memory in ids) == sorted(
+        str(pk) for pk in Memory.objects.values_list("pk", flat=True)
+    )
+    assert not any("memoryvector" in sql for sqls in costs for sql in sqls)
+    messages = [(name, args) for name, args in messages if name != EMBED_TASK]
     assert {name for name, _ in messages} == {seals.SEAL_TASK}
     # The agent's creation, then the writes: each queues only what no queued run covers.
     assert len(messages) <= 2 + 2 * int(elapsed), (elapsed, messages)

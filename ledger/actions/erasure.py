@@ -10,6 +10,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from ledger import access
+from ledger.actions import vectors
 from ledger.actions._reasons import needs_reason
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import close_conflict
@@ -23,6 +24,7 @@ from ledger.models import (
     LedgerEntry,
     Memory,
     Recall,
+    RecallItem,
     RunNote,
     Snapshot,
     Source,
@@ -124,6 +126,9 @@ def erase_subject(
 
         # Recalls and snapshots keep no history of their own: blank the copies they hold.
         recalls = Recall.objects.filter(subject=locked).update(block="", goal="")
+        # The goal's words each served memory contained, and the memories' vectors.
+        RecallItem.objects.filter(subject=locked).update(matched="")
+        vectors.forget(Memory.objects.filter(subject=locked).values("pk"))
         snapshots = Snapshot.objects.filter(run__subject=locked).update(
             document={}, pinned=[], narrative="", problems=[]
         )

@@ -9,7 +9,9 @@ from django.db import connections, transaction
 
 from ledger.actions.runs import start_run
 from ledger.models import Agent, Recall, RecallItem, Run
-from ledger.reads.recall import RecallResult
+from ledger.reads.recall import RECENT_WHY, RecallResult
+from ledger.reads.retrieval import Ranked
+from ledger.rules.ranking import Why
 
 
 def record_recall(
@@ -49,17 +51,21 @@ WITH run AS (
     SELECT id FROM {run}
     WHERE ref = %(run_ref)s AND agent_id = %(agent)s AND subject_id IS NOT NULL
 ), recall AS (
-    INSERT INTO {recall} (agent_id, run_id, turn, subject_id, goal, k, block, recalled_at)
+    INSERT INTO {recall} (agent_id, run_id, turn, subject_id, goal, k, block, recalled_at,
+        semantic, model)
     SELECT %(agent)s, (SELECT id FROM run), %(turn)s::integer, %(subject)s, %(goal)s,
-        %(k)s, %(block)s, %(recalled_at)s
+        %(k)s, %(block)s, %(recalled_at)s, %(semantic)s, %(model)s
     WHERE %(run_ref)s::text IS NULL OR EXISTS (SELECT FROM run)
     RETURNING id, run_id
 ), items AS (
-    INSERT INTO {item} (recall_id, memory_id, position, rank, subject_id, recalled_at)
+    INSERT INTO {item} (recall_id, memory_id, position, rank, subject_id, recalled_at,
+        via, lexical, matched, semantic)
     SELECT recall.id, served.memory_id, served.position, served.rank, %(subject)s,
-        %(recalled_at)s
-    FROM recall, UNNEST(%(memories)s::uuid[], %(ranks)s::double precision[])
-        WITH ORDINALITY AS served (memory_id, rank, position)
+        %(recalled_at)s, served.via, served.lexical, served.matched, served.semantic
+    FROM recall, UNNEST(
+        %(memories)s::uuid[], %(ranks)s::double precision[], %(vias)s::text[],
+        %(lexical)s::double precision[], %(matched)s::text[], %(semantics)s::double precision[]
+    ) WITH ORDINALITY AS served (memory_id, rank, via, lexical, matched, semantic, position)
 )
 SELECT id, run_id FROM recall
 """
@@ -89,9 +95,15 @@ def _record_in_one_statement(
                 "k": result.k,
                 "block": result.block,
                 "recalled_at": result.recalled_at,
+                "semantic": result.semantic.value,
                 # Positions are the array's order, from 1: WITH ORDINALITY numbers them.
                 "memories": [r.memory.pk for r in served],
                 "ranks": [r.rank for r in served],
+                "vias": [why(r).via for r in served],
+                "lexical": [why(r).lexical for r in served],
+                "matched": [matched(r) for r in served],
+                "semantics": [why(r).semantic for r in served],
+                "model": result.model,
             },
         )
         row = cursor.fetchone()
@@ -107,11 +119,22 @@ def _record_in_one_statement(
         k=result.k,
         block=result.block,
         recalled_at=result.recalled_at,
+        semantic=result.semantic.value,
+        model=result.model,
     )
     # As ``create`` would leave it: a stored row, not one still to be added.
     recall._state.adding = False
     recall._state.db = connection.alias
     return recall
+
+
+def why(ranked: Ranked) -> Why:
+    return ranked.why or RECENT_WHY
+
+
+def matched(ranked: Ranked) -> str:
+    """The goal's words the statement contained, as the log keeps them (one string)."""
+    return " ".join(why(ranked).matched)[: RecallItem._meta.get_field("matched").max_length]
 
 
 def _record_in_steps(
@@ -131,6 +154,8 @@ def _record_in_steps(
             k=result.k,
             block=result.block,
             recalled_at=result.recalled_at,
+            semantic=result.semantic.value,
+            model=result.model,
         )
         RecallItem.objects.bulk_create(
             RecallItem(
@@ -138,6 +163,10 @@ def _record_in_steps(
                 memory=served.memory,
                 position=position,
                 rank=served.rank,
+                via=why(served).via,
+                lexical=why(served).lexical,
+                matched=matched(served),
+                semantic=why(served).semantic,
                 subject=result.subject,
                 recalled_at=result.recalled_at,
             )

@@ -14,7 +14,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.contrib.postgres.search import SearchQuery, SearchVector, SearchVectorExact
 from django.db import connections
 from django.db.models import (
     Case,
@@ -35,7 +34,8 @@ from ledger.actions._tracking import create_tracked, save_tracked
 from ledger.actions.webhooks import emit
 from ledger.actors import Actor
 from ledger.choices import LedgerKind
-from ledger.models import SEARCH_CONFIG, Conflict, LedgerEntry, Memory, Subject
+from ledger.models import Conflict, LedgerEntry, Memory, Subject
+from ledger.reads import retrieval
 from ledger.rules import contradictions, webhooks
 from ledger.rules.memories import LIVE_MEMORY
 
@@ -283,16 +283,9 @@ def _commitments_matching(
 
 
 def _matches(field: str, terms: list[str], subject: Subject) -> Q:
-    """``field`` shares a term with ``terms``: full-text search on PostgreSQL, shared words
-    elsewhere."""
-    if connections[subject._state.db or "default"].vendor == "postgresql":
-        # The same expression as recall's ranking and the GIN index of migration 0003.
-        query = SearchQuery(" | ".join(terms), config=SEARCH_CONFIG, search_type="raw")
-        return Q(SearchVectorExact(SearchVector(field, config=SEARCH_CONFIG), query))
-    any_word = Q()
-    for term in terms:
-        any_word |= Q(**{f"{field}__icontains": term})
-    return any_word
+    """``field`` shares a term with ``terms``, found as support's search finds words."""
+    postgres = connections[subject._state.db or "default"].vendor == "postgresql"
+    return retrieval.any_word(terms, field, postgres=postgres)
 
 
 def settle_possible_conflicts(*, subject: Subject, actor: Actor) -> None:

@@ -26,17 +26,21 @@ from ledger.actions.recalls import record_recall
 from ledger.api.auth import agent_of, policy_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
 from ledger.api.pagination import Cursor
+from ledger.choices import MemoryKind
 from ledger.models import Agent, Memory, Recall, Run, Subject
 from ledger.reads.recall import (
     DEFAULT_K,
     GOAL_MAX,
     ConflictGroup,
-    Ranked,
     recall_about,
     recalls_that_served,
 )
+from ledger.reads.retrieval import Ranked, Semantic
+from ledger.rules.ranking import Why
+from ledger.rules.text import KEY_PATTERN
 
 TURN_MAX = 1_000_000
+KEYS_MAX = 500
 _WHOLE_NUMBER = re.compile(r"^[0-9]{1,7}$")
 
 
@@ -69,6 +73,22 @@ def _error_text(data: Any) -> str:
     return f"{data}\n"
 
 
+class ListField(StrictCharField):
+    """Items of one pattern, comma-separated, no spaces: a set of them once read."""
+
+    def __init__(self, *, item: str, say: str, **kwargs: Any) -> None:
+        self.pattern = re.compile(f"^(?:{item})(?:,(?:{item}))*$")
+        self.say = say
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> frozenset[str]:  # type: ignore[override]
+        value = super().to_internal_value(data)
+        assert self.pattern is not None
+        if not self.pattern.fullmatch(value):
+            raise serializers.ValidationError(f"Not a list of {self.say}.")
+        return frozenset(value.split(","))
+
+
 class QueryIntegerField(serializers.IntegerField):
     """A whole number written in a query string: digits only, no sign, point or spaces."""
 
@@ -99,6 +119,23 @@ class RecallParamsSerializer(StrictSerializer):
         max_value=TURN_MAX,
         help_text="The turn within the run (0 or more).",
     )
+    keys = ListField(
+        item=KEY_PATTERN.pattern.strip("^$"),
+        say="slot keys, comma-separated, e.g. delivery.window,contact.channel",
+        required=False,
+        max_length=KEYS_MAX,
+        help_text="Slots to serve whenever they hold a servable memory, before anything "
+        "ranked, comma-separated (delivery.window,contact.channel).",
+    )
+    kinds = ListField(
+        item="|".join(MemoryKind.values),
+        say=f"kinds, comma-separated, from {', '.join(MemoryKind.values)}",
+        required=False,
+        max_length=KEYS_MAX,
+        help_text="Kinds to serve whole, the same way, comma-separated: "
+        + ", ".join(MemoryKind.values)
+        + ".",
+    )
 
     def validate_k(self, value: int) -> int:
         cap = self.context["cap"]
@@ -122,6 +159,24 @@ def _query_params(request: Request) -> tuple[dict[str, str], dict[str, list[str]
     return params, repeated
 
 
+class WhySerializer(serializers.Serializer[Why]):
+    via = serializers.ChoiceField(
+        choices=["relevance", "key", "kind", "recent", "conflict"],
+        help_text="relevance: ranked for the goal; key or kind: asked for; recent: no goal, "
+        "the newest; conflict: shown only as a contender in an open conflict.",
+    )
+    score = serializers.FloatField(help_text="The fused relevance it was ranked by.")
+    lexical = serializers.FloatField(help_text="BM25 of the goal's words in the statement.")
+    matched = serializers.ListField(
+        child=serializers.CharField(), help_text="The goal's words the statement contains."
+    )
+    semantic = serializers.FloatField(
+        allow_null=True,
+        help_text="Cosine of the goal's and the statement's meaning; null when not compared "
+        "(no vector yet, or meaning unavailable).",
+    )
+
+
 class RecalledMemorySerializer(serializers.Serializer[Ranked]):
     id = serializers.UUIDField(source="memory.id")
     kind = serializers.CharField(source="memory.kind")
@@ -131,6 +186,7 @@ class RecalledMemorySerializer(serializers.Serializer[Ranked]):
     written_at = serializers.DateTimeField(source="memory.written_at")
     expires_at = serializers.DateTimeField(source="memory.expires_at", allow_null=True)
     rank = serializers.FloatField()
+    why = WhySerializer(help_text="Why this memory was served.")
 
 
 class ConflictStatementSerializer(serializers.Serializer[Memory]):
@@ -157,6 +213,13 @@ class RecallResponseSerializer(serializers.Serializer[dict[str, Any]]):
     goal = serializers.CharField()
     k = serializers.IntegerField()
     recalled_at = serializers.DateTimeField()
+    semantic = serializers.ChoiceField(
+        choices=[s.value for s in Semantic],
+        help_text="used: ranked by meaning and words; partial: some memories not yet "
+        "embedded were ranked by their words; unavailable: the embedding backend failed, "
+        "words alone; off: embeddings are switched off; no goal: the newest memories.",
+    )
+    model = serializers.CharField(help_text="The embedding model that ranked, if any.")
     memories = RecalledMemorySerializer(many=True)
     conflicts = RecallConflictSerializer(many=True)
     block = serializers.CharField()
@@ -193,7 +256,13 @@ class SubjectRecallView(APIView):
         if not incoming.is_valid():
             return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST)
         data = incoming.validated_data
-        result = recall_about(ref=ref, goal=data["goal"], k=data["k"])
+        result = recall_about(
+            ref=ref,
+            goal=data["goal"],
+            k=data["k"],
+            keys=data.get("keys", frozenset()),
+            kinds=data.get("kinds", frozenset()),
+        )
         if result is None:
             raise Http404
         record = record_recall(
@@ -208,6 +277,8 @@ class SubjectRecallView(APIView):
             "goal": result.goal,
             "k": result.k,
             "recalled_at": result.recalled_at,
+            "semantic": result.semantic,
+            "model": result.model,
             "memories": result.memories,
             "conflicts": result.conflicts,
             "block": result.block,

@@ -48,6 +48,7 @@ from ledger.models.runs import (
     RunQuerySet,
     Snapshot,
 )
+from ledger.models.vectors import MemoryVector, MemoryVectorQuerySet
 from ledger.models.webhooks import (
     WebhookDelivery,
     WebhookDeliveryQuerySet,
@@ -74,6 +75,8 @@ __all__ = [
     "LedgerEntryQuerySet",
     "LockoutLift",
     "Memory",
+    "MemoryVector",
+    "MemoryVectorQuerySet",
     "MemoryQuerySet",
     "PAGE_HEADINGS",
     "POLICY_ALONG",

@@ -125,6 +125,10 @@ class Recall(models.Model):
     goal = models.TextField(blank=True, default="")
     k = models.PositiveSmallIntegerField()
     block = models.TextField()
+    # Whether meaning ranked this read (``ledger.reads.retrieval.Semantic``) and with which
+    # model: the as-of page replays a ranking with the model it had.
+    semantic = models.CharField(max_length=20, blank=True, db_default="")
+    model = models.CharField(max_length=200, blank=True, db_default="")
     # The partition key of the recall log on PostgreSQL (ledger.reads.recall_log): the database's
     # primary key is (id, recalled_at); ids still come from one sequence, unique.
     recalled_at = models.DateTimeField()
@@ -153,6 +157,13 @@ class RecallItem(models.Model):
     )
     position = models.PositiveSmallIntegerField()
     rank = models.FloatField()
+    # Why it was served (``ledger.rules.ranking.Why``): how it was chosen (a key, a kind,
+    # relevance, or the newest for a recall without a goal), its lexical score and the
+    # goal's words it contains, and its cosine with the goal (null: not compared).
+    via = models.CharField(max_length=20, blank=True, db_default="")
+    lexical = models.FloatField(null=True, blank=True)
+    matched = models.CharField(max_length=500, blank=True, db_default="")
+    semantic = models.FloatField(null=True, blank=True)
     # Copied from the recall: a memory's reads are listed newest first from an index of
     # its own, and the recall log is partitioned (and sharded) by these two columns.
     subject = models.ForeignKey(Subject, on_delete=models.CASCADE, related_name="+")

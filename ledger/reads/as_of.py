@@ -6,12 +6,19 @@ what recall would have rendered then for an agent that gave no goal. A conflict'
 are not kept in history, but a memory only ever joins a conflict, never leaves it, and no
 memory written after ``at`` was in force at ``at``: today's members, narrowed to what was in
 force, are the members it had. Erased memories have blank history rows and are left out.
+
+Given a goal, the block is ranked as recall ranked then: with the embedding model the
+subject's last recall before ``at`` recorded. A statement never changes (a correction is a
+new memory), so its stored vector is the one it had, if the model is the same; when the
+model recorded then is not the one configured now, the goal cannot be embedded with it and
+the replay ranks by words, and says so.
 """
 
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,8 +26,12 @@ from django.db.models import F, QuerySet, Window
 from django.db.models.functions import RowNumber
 
 from ledger.choices import Basis, ConflictStatus, MemoryStatus
-from ledger.models import Conflict, Memory, Policy, Recall, Subject
+from ledger.embeddings import configured_model
+from ledger.models import Conflict, Memory, MemoryVector, Policy, Recall, Subject
+from ledger.reads import retrieval
 from ledger.reads.recall import DEFAULT_K, ConflictGroup, render_block
+from ledger.reads.retrieval import Ranked, Semantic, goal_terms
+from ledger.rules import ranking
 
 # How far either side of the moment the recalls actually made are looked for, and how many.
 AROUND = timedelta(hours=24)
@@ -34,6 +45,12 @@ class AsOf:
     in_force: list[Memory]
     conflicts: list[ConflictGroup]
     block: str
+    goal: str = ""
+    # With a goal: what the replayed ranking served, why, and with which model.
+    ranked: tuple[Ranked, ...] = ()
+    semantic: Semantic = Semantic.NO_GOAL
+    model: str = ""
+    model_then: str = ""
 
 
 def _latest_per_id(history: QuerySet[Any], at: datetime) -> QuerySet[Any]:
@@ -104,19 +121,58 @@ def conflicts_open_at(
     return groups
 
 
-def as_of(subject: Subject, at: datetime) -> AsOf:
-    """What was in force about ``subject`` at ``at``, and the block a goal-less recall with
-    the default size would have served then."""
+def as_of(subject: Subject, at: datetime, goal: str = "") -> AsOf:
+    """What was in force about ``subject`` at ``at``, and the block a recall with the
+    default size would have served then: for ``goal``, ranked as then, or without one."""
     k = min(DEFAULT_K, Policy.current().recall_cap)
     in_force = memories_in_force(subject, at)
     conflicts = conflicts_open_at(subject, at, in_force)
+    replay = _replayed(subject, at, goal, in_force, k) if goal_terms(goal) else None
+    served = [r.memory for r in replay[0]] if replay else in_force[:k]
     block = render_block(
         subject_ref=subject.ref,
-        memories=in_force[:k],
+        memories=served,
         conflicts=conflicts,
         nonce=secrets.token_hex(8),
     )
-    return AsOf(at=at, k=k, in_force=in_force, conflicts=conflicts, block=block)
+    state = AsOf(at=at, k=k, in_force=in_force, conflicts=conflicts, block=block, goal=goal)
+    if replay is None:
+        return state
+    ranked, semantic, model, model_then = replay
+    return replace(
+        state, ranked=tuple(ranked), semantic=semantic, model=model, model_then=model_then
+    )
+
+
+def _replayed(
+    subject: Subject, at: datetime, goal: str, in_force: list[Memory], k: int
+) -> tuple[list[Ranked], Semantic, str, str]:
+    """``in_force`` ranked for ``goal`` with the model of the last recall before ``at``;
+    the ranking, whether meaning took part, the model used, and the model then."""
+    then = (
+        Recall.objects.filter(subject=subject, recalled_at__lte=at)
+        .exclude(model="")
+        .order_by("-recalled_at")
+        .values_list("model", flat=True)
+        .first()
+    )
+    model_then = then or configured_model() or ""
+    vector, semantic, model = (None, Semantic.OFF, "")
+    if model_then and model_then == configured_model():
+        vector, semantic, model = retrieval.goal_vector(goal)
+    vectors = MemoryVector.objects.of_model(model).filter(memory__in=[m.pk for m in in_force])
+    stored = dict(vectors.values_list("memory_id", "vector")) if model else {}
+    for memory in in_force:
+        memory.embedding = stored.get(memory.pk)  # type: ignore[attr-defined]
+        memory.embedding_model = model  # type: ignore[attr-defined]
+    dimensions = 0 if vector is None else len(vector)
+    candidates = retrieval.candidates_of(in_force, model, dimensions)
+    if vector is not None and any(c.vector is None for c in candidates):
+        semantic = Semantic.PARTIAL
+    by_id: dict[Hashable, Memory] = {m.pk: m for m in in_force}
+    chosen = ranking.rank(goal, candidates, goal_vector=vector, k=k)
+    ranked = [Ranked(by_id[c.candidate.id], c.why.score, c.why) for c in chosen]
+    return ranked, semantic, model, model_then
 
 
 def recalls_around(subject: Subject, at: datetime) -> list[Recall]:

@@ -4,13 +4,12 @@ Reading is retrieval: a subject's servable memories, ranked by relevance to the 
 goal, at most ``k`` of them, then every open conflict about the subject, rendered as one
 block. Nothing here writes; ``ledger.actions.recalls`` records what was served.
 
-The only database-specific code is the ranking: PostgreSQL's full-text search with the
-English configuration, and on SQLite a plain count of shared words.
+Ranking is ``ledger.reads.retrieval``: words and meaning fused, the same on every
+database, with the reasons for each choice kept.
 """
 
 from __future__ import annotations
 
-import re
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,14 +17,11 @@ from itertools import groupby
 from operator import attrgetter
 from typing import TYPE_CHECKING, TypedDict
 
-from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
-from django.db import connections
 from django.db.models import BooleanField, Case, Exists, F, IntegerField, QuerySet, Value, When
 from django.utils import timezone
 
 from ledger.choices import StatedBy
 from ledger.models import (
-    SEARCH_CONFIG,
     Conflict,
     LedgerEntry,
     Memory,
@@ -36,6 +32,9 @@ from ledger.models import (
     open_conflict,
     servable_memory,
 )
+from ledger.reads import retrieval
+from ledger.reads.retrieval import Ranked, Semantic, goal_terms, rank_memories
+from ledger.rules.ranking import Why
 from ledger.rules.text import forbidden_character, normalize_statement
 
 if TYPE_CHECKING:
@@ -44,16 +43,6 @@ if TYPE_CHECKING:
 
 DEFAULT_K = 5
 GOAL_MAX = 500
-# A goal is a sentence or two; more words than this add nothing to the ranking.
-GOAL_TERMS_MAX = 64
-_WORD = re.compile(r"[^\W_]+")
-# Only the SQLite fallback needs these: PostgreSQL's configuration drops stop words itself.
-_STOP_WORDS_TEXT = (
-    "a an and are as at be but by for from has have he her his i in is it its me my "
-    "of on or our she so that the their them they this to was we were what when "
-    "which who will with you your about into should would could can do does did"
-)
-_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 OPEN = "<<<MEMORY"
 CLOSE = "<<<END MEMORY"
@@ -67,17 +56,6 @@ STANDING_INSTRUCTION = (
 
 class _BasisOrder(TypedDict):
     basis_order: int
-
-
-class _Relevance(TypedDict):
-    basis_order: int
-    rank: float
-
-
-@dataclass(frozen=True)
-class Ranked:
-    memory: Memory
-    rank: float
 
 
 @dataclass(frozen=True)
@@ -104,6 +82,8 @@ class RecallResult:
     conflicts: tuple[ConflictGroup, ...]
     block: str
     recalled_at: datetime
+    semantic: Semantic = Semantic.NO_GOAL
+    model: str = ""
 
     def served(self) -> list[Ranked]:
         """Every memory whose statement is in the block, in the order it was chosen.
@@ -116,25 +96,39 @@ class RecallResult:
         for group in self.conflicts:
             for memory in group.memories:
                 if memory.pk not in seen:
-                    served.append(Ranked(memory, 0.0))
+                    served.append(Ranked(memory, 0.0, CONFLICT_WHY))
                     seen.add(memory.pk)
         return served
 
 
 def recall(
-    *, subject: Subject, goal: str, k: int, now: datetime | None = None, nonce: str | None = None
+    *,
+    subject: Subject,
+    goal: str,
+    k: int,
+    now: datetime | None = None,
+    nonce: str | None = None,
+    keys: frozenset[str] = frozenset(),
+    kinds: frozenset[str] = frozenset(),
 ) -> RecallResult:
     """What an agent is given about ``subject`` for ``goal`` at this moment: one query, and
     a second only when the subject has open conflicts."""
     now = now or timezone.now()
     candidates = Memory.objects.for_subject(subject).servable(now)
     conflicted = Conflict.objects.open().filter(subject=subject)
-    memories = rank_memories(candidates=_flagged(candidates, conflicted), goal=goal, k=k)
-    return _served(subject=subject, goal=goal, k=k, memories=memories, now=now, nonce=nonce)
+    ranking = _ranked(_flagged(candidates, conflicted), goal=goal, k=k, keys=keys, kinds=kinds)
+    return _served(subject=subject, goal=goal, k=k, ranking=ranking, now=now, nonce=nonce)
 
 
 def recall_about(
-    *, ref: str, goal: str, k: int, now: datetime | None = None, nonce: str | None = None
+    *,
+    ref: str,
+    goal: str,
+    k: int,
+    now: datetime | None = None,
+    nonce: str | None = None,
+    keys: frozenset[str] = frozenset(),
+    kinds: frozenset[str] = frozenset(),
 ) -> RecallResult | None:
     """``recall`` for the subject whose reference is ``ref``, found by the ranking query
     itself; None when there is no such subject.
@@ -145,11 +139,33 @@ def recall_about(
     now = now or timezone.now()
     candidates = Memory.objects.filter(subject__ref=ref).servable(now).select_related("subject")
     conflicted = Conflict.objects.open().filter(subject__ref=ref)
-    memories = rank_memories(candidates=_flagged(candidates, conflicted), goal=goal, k=k)
+    ranking = _ranked(_flagged(candidates, conflicted), goal=goal, k=k, keys=keys, kinds=kinds)
+    memories = ranking.memories
     subject = memories[0].memory.subject if memories else Subject.objects.filter(ref=ref).first()
     if subject is None:
         return None
-    return _served(subject=subject, goal=goal, k=k, memories=memories, now=now, nonce=nonce)
+    return _served(subject=subject, goal=goal, k=k, ranking=ranking, now=now, nonce=nonce)
+
+
+# How a memory shown only because it competes in an open conflict was chosen.
+CONFLICT_WHY = Why(0.0, 0.0, (), None, "conflict")
+RECENT_WHY = Why(0.0, 0.0, (), None, "recent")
+
+
+def _ranked(
+    candidates: QuerySet[Memory],
+    *,
+    goal: str,
+    k: int,
+    keys: frozenset[str],
+    kinds: frozenset[str],
+) -> retrieval.Ranking:
+    """No goal and nothing asked for by key: the newest, the first ``k`` rows of the query
+    alone; otherwise the subject's servable memories, ranked (``ledger.reads.retrieval``)."""
+    if goal_terms(goal) or keys or kinds:
+        return rank_memories(candidates=candidates, goal=goal, k=k, keys=keys, kinds=kinds)
+    newest = [Ranked(m, 0.0, RECENT_WHY) for m in recent_queryset(candidates)[:k]]
+    return retrieval.Ranking(newest, Semantic.NO_GOAL, "")
 
 
 # Set on every ranked memory: whether its subject has any open conflict.
@@ -166,10 +182,11 @@ def _served(
     subject: Subject,
     goal: str,
     k: int,
-    memories: list[Ranked],
+    ranking: retrieval.Ranking,
     now: datetime,
     nonce: str | None,
 ) -> RecallResult:
+    memories = ranking.memories
     # Without a servable memory no conflict has two statements left to show.
     flagged = bool(memories) and getattr(memories[0].memory, _CONFLICTED)
     conflicts = tuple(open_conflicts(subject=subject, now=now)) if flagged else ()
@@ -187,6 +204,8 @@ def _served(
         conflicts=conflicts,
         block=block,
         recalled_at=now,
+        semantic=ranking.semantic,
+        model=ranking.model,
     )
 
 
@@ -199,47 +218,10 @@ def recalls_that_served(memory: Memory) -> RecallQuerySet:
     ).annotate(position=F("items__position"), rank=F("items__rank"))
 
 
-def goal_terms(goal: str) -> list[str]:
-    """The distinct words of a goal, lower-cased, letters and digits only."""
-    terms = dict.fromkeys(_WORD.findall(goal.casefold()))
-    return list(terms)[:GOAL_TERMS_MAX]
-
-
-def rank_memories(*, candidates: QuerySet[Memory], goal: str, k: int) -> list[Ranked]:
-    """At most ``k`` of ``candidates`` (a subject's servable memories), best first, in one
-    query."""
-    terms = goal_terms(goal)
-    if not terms:
-        return [Ranked(m, 0.0) for m in recent_queryset(candidates)[:k]]
-    return rank_by_terms(candidates, terms, k)
-
-
-def rank_by_terms(candidates: QuerySet[Memory], terms: list[str], k: int) -> list[Ranked]:
-    """The ``k`` candidates best matching any of ``terms``, in one query: the one place
-    that chooses full-text search on PostgreSQL or shared words elsewhere."""
-    if connections[candidates.db].vendor == "postgresql":
-        return [Ranked(m, float(m.rank)) for m in search_queryset(candidates, terms)[:k]]
-    return plain_ranking(candidates, terms, k)
-
-
 def recent_queryset(candidates: QuerySet[Memory]) -> QuerySet[Memory]:
     """No goal: the most recently confirmed, a guess never ahead of what the person said."""
     return _stated_first(candidates).order_by(
         "basis_order", F("confirmed_at").desc(nulls_last=True), "-written_at", "-id"
-    )
-
-
-def search_queryset(
-    candidates: QuerySet[Memory], terms: list[str]
-) -> QuerySet[WithAnnotations[Memory, _Relevance]]:
-    """PostgreSQL: rank by full-text relevance to any of ``terms``; ties go stated, newer."""
-    # Terms are letters and digits only, so joining them with OR is a well-formed query.
-    query = SearchQuery(" | ".join(terms), config=SEARCH_CONFIG, search_type="raw")
-    vector = SearchVector("statement", config=SEARCH_CONFIG)
-    return (
-        _stated_first(candidates)
-        .annotate(rank=SearchRank(vector, query))
-        .order_by("-rank", "basis_order", "-written_at", "-id")
     )
 
 
@@ -253,18 +235,6 @@ def _stated_first(
             output_field=IntegerField(),
         )
     )
-
-
-def plain_ranking(candidates: QuerySet[Memory], terms: list[str], k: int) -> list[Ranked]:
-    """SQLite: the share of the goal's words a statement contains. Plain, but honest."""
-    wanted = [t for t in terms if t not in _STOP_WORDS] or terms
-    ranked = []
-    for memory in _stated_first(candidates).order_by("basis_order", "-written_at", "-id"):
-        words = set(_WORD.findall(memory.normalized))
-        ranked.append(Ranked(memory, sum(t in words for t in wanted) / len(wanted)))
-    # A stable sort keeps stated-then-newer order among equal ranks.
-    ranked.sort(key=lambda r: -r.rank)
-    return ranked[:k]
 
 
 def open_conflicts(*, subject: Subject, now: datetime) -> list[ConflictGroup]:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 from ledger.dates import FIRST_YEAR, LAST_YEAR, askable
 from ledger.models import Subject
 from ledger.reads.as_of import AROUND, RECALLS_AROUND, as_of, recalls_around
+from ledger.reads.recall import GOAL_MAX
 from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest, support_only
 
@@ -57,7 +58,8 @@ def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
         context["error"] = str(error)
         status = 400
     else:
-        context["state"] = as_of(subject, at)
+        goal = request.GET.get("goal", "").strip()[:GOAL_MAX]
+        context["state"] = as_of(subject, at, goal)
         context["in_future"] = at > timezone.now()
         context["recalls"] = recalls_around(subject, at)
         context["picker"] = timezone.localtime(at).strftime("%Y-%m-%dT%H:%M")

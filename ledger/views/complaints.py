@@ -1,8 +1,11 @@
-"""The complaint page, for support: which memories agents were given about a subject over
-a stretch of time, ranked by a phrase from the complaint, with how often each was served.
+"""The complaint page, for support: the complaint's words start the search, a subject and
+some days narrow it.
 
-Two queries whatever the number of recalls: the ranking over the memories recalled in the
-range, and the counts of those memories' recalls in it.
+The words find what holds them in every type (``search_everything``: memories, the ledger,
+excerpts, run goals, compactions), best first. With a subject, the page also lists which
+memories agents were given about it over the days, ranked by the words, with how often
+each was served: two queries whatever the number of recalls (the ranking over the
+memories recalled in the range, and the counts of those memories' recalls in it).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from django.views.decorators.http import require_GET
 
 from ledger.dates import day_window
 from ledger.models import Memory, RecallItem, Subject
-from ledger.reads.recall import Ranked, goal_terms, rank_by_terms
+from ledger.reads.retrieval import Ranked, goal_terms, rank_memories, search_everything
 from ledger.views.answers import answer
 from ledger.views.forms.search import ComplaintForm
 from ledger.views.http import SignedInRequest, support_only
@@ -43,7 +46,7 @@ def suspects(
     terms = goal_terms(phrase)
     if terms:
         candidates = Memory.objects.filter(pk__in=served.values("memory_id"))
-        ranked = rank_by_terms(candidates, terms, SHOWN)
+        ranked = rank_memories(candidates=candidates, goal=phrase, k=SHOWN).memories
         usage = {
             row["memory_id"]: row
             for row in served.filter(memory__in=[r.memory.pk for r in ranked]).recalls_per_memory()
@@ -75,13 +78,16 @@ def complaint_page(request: SignedInRequest) -> HttpResponse:
     status = 200
     if asked and form.is_valid():
         subject = form.cleaned_data["subject"]
-        context["subject"] = subject
-        context["suspects"] = suspects(
-            subject,
-            start=form.cleaned_data["start"],
-            end=form.cleaned_data["end"],
-            phrase=form.cleaned_data["phrase"],
-        )
+        start, end = form.cleaned_data["start"], form.cleaned_data["end"]
+        phrase = form.cleaned_data["phrase"]
+        context.update(subject=subject, phrase=phrase, dated=bool(start or end))
+        if subject is not None:
+            context["suspects"] = suspects(subject, start=start, end=end, phrase=phrase)
+        if phrase:
+            since, until = day_window(start, end)
+            context["groups"] = search_everything(
+                phrase, request.user, subject=subject, start=since, end=until
+            )
     elif asked:
         status = 400
     return answer(

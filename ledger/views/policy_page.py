@@ -17,10 +17,12 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
+from ledger.actions import vectors
 from ledger.actions.policy import change_policy
 from ledger.actors import Actor
 from ledger.choices import ActorRole
-from ledger.models import Policy
+from ledger.embeddings import configured_model
+from ledger.models import MemoryVector, Policy
 from ledger.reads.names import Names
 from ledger.rules.refusals import Refusal
 from ledger.rules.write_policy import (
@@ -146,6 +148,9 @@ def _page(
     ]
     context = {
         "policy": current,
+        "embedding_model": configured_model(),
+        "embedded": list(MemoryVector.objects.count_per_model()),
+        "unembedded": vectors.missing(),
         "editing": editing or current.version,
         "form": form,
         "rows": rows,

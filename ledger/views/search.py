@@ -2,7 +2,9 @@
 
 A query that is exactly a run's or a source's reference goes straight to what it names;
 anything else lists matching memories in a dense table, newest first, a keyset page at a
-time, with the subjects whose reference or name matches above them.
+time, with the subjects whose reference or name matches above them, and above the table
+the best matches of each type that holds words (``search_everything``): memories, the
+ledger, excerpts, run goals and compactions.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from django_htmx.http import push_url
 from ledger import access
 from ledger.dates import day_window
 from ledger.models import LedgerEntry, Memory, MemoryQuerySet, Run, Source, Subject
+from ledger.reads.retrieval import search_everything
 from ledger.views.answers import answer
 from ledger.views.forms.search import FILTERS, SearchForm
 from ledger.views.http import SignedInRequest, support_only
@@ -117,6 +120,13 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
         except BadCursor as error:
             context.update(errors=str(error))
             return render(request, "ledger/home.html", context, status=400)
+        if query and not form.cleaned_data["after"]:
+            # The first page only: the next ones go on down the memory table. The days
+            # asked narrow every type; the other filters are the memory table's own.
+            start, end = day_window(
+                form.cleaned_data["written_from"], form.cleaned_data["written_to"]
+            )
+            context["groups"] = search_everything(query, request.user, start=start, end=end)
         context.update(
             page=page,
             subjects=shown[:SUBJECTS_SHOWN],

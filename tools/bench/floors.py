@@ -44,9 +44,10 @@ class Replay:
 
 
 def ranking_statement(statements: tuple[str, ...]) -> Replay | None:
-    """Recall's ranking SELECT (full-text search) alone, if the request ran one."""
+    """Recall's candidates SELECT (servable memories with their vectors) alone, if the
+    request ran one."""
     for statement in statements:
-        if statement.lstrip().upper().startswith("SELECT") and "ts_rank" in statement:
+        if statement.lstrip().upper().startswith("SELECT") and "ledger_memoryvector" in statement:
             return Replay((statement,))
     return None
 

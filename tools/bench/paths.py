@@ -4,7 +4,8 @@ A path says who asks (the bench agent, or a support or admin person), what its i
 request is, and which floors are measured beside it in the same run:
 
 - ``replay``: the SQL of one request, captured in-process, replayed raw through psycopg;
-- ``ranking``: recall's ranking SELECT alone (the statement with ``ts_rank``);
+- ``ranking``: recall's candidates SELECT alone (the subject's servable memories with
+  their vectors: the statement joining ``ledger_memoryvector``);
 - ``trivial``: the trivial authenticated endpoint, over HTTP like the path itself;
 - ``inserts``: a memory, its source and its history row inserted raw (what a write must do).
 
@@ -64,8 +65,12 @@ def _word(name: str, i: int) -> str:
     return words[i % len(words)]
 
 
+def recall_goal(i: int) -> str:
+    return f"{_word('goal_verb', i)} {_word('goal_topic', i // 3)}"
+
+
 def recall(f: Fixture, i: int) -> Ask:
-    goal = f"{_word('goal_verb', i)} {_word('goal_topic', i // 3)}"
+    goal = recall_goal(i)
     return Ask("GET", f"/api/v1/subjects/{f.subject(i)}/recall?k=5&goal={quote(goal)}")
 
 

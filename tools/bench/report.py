@@ -11,7 +11,7 @@ from typing import Any
 
 FLOOR_WORDS = {
     "replay": "its SQL replayed",
-    "ranking": "the ranking SELECT alone",
+    "ranking": "the candidates SELECT alone",
     "trivial": "the trivial endpoint",
     "inserts": "memory + source + history INSERTs",
 }
@@ -117,6 +117,7 @@ def render(results: dict[str, Any]) -> str:
         f"({_number(sweep['worker_rows_per_s'], ' rows/s')}, committed and sealed), peak "
         f"memory (RSS) {_number(sweep['worker_peak_mib'], ' MiB')}.",
     ]
+    lines += _retrieval(results.get("retrieval") or {})
     failures = [
         f"{path['name']}: {failure}" for path in results["paths"] for failure in path["failures"]
     ] + [f"sweep: {failure}" for failure in sweep["failures"]]
@@ -146,3 +147,18 @@ def _counted(dataset: dict[str, Any]) -> list[str]:
 
 def _seconds(value: float | None) -> str:
     return NONE if value is None else f"{value:.1f} s"
+
+
+def _retrieval(found: dict[str, Any]) -> list[str]:
+    if not found.get("model"):
+        return ["- Retrieval: embeddings off, recall ranked by words."]
+    return [
+        f"- Retrieval with {found['model']}, in-process: recall's ranking "
+        f"{_ms(found['hybrid_ms'])} with meaning beside {_ms(found['words_ms'])} by words alone "
+        f"({_ratio(found['ratio'])}); the goal's embedding alone {_ms(found['goal_embed_ms'])}; "
+        f"one new memory's embedding (in the worker, after the write commits) "
+        f"{_ms(found['memory_embed_ms'])}; backfill "
+        f"{_number(found['backfill_per_s'], ' memories/s')} ({found['embedded']:,} embedded); "
+        f"a process with the model loaded {_number(found['model_rss_mib'], ' MiB')} "
+        f"(without it {_number(found['bare_rss_mib'], ' MiB')}).",
+    ]

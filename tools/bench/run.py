@@ -11,6 +11,8 @@ Order of a run:
    burst per path with a bounded number of requests in flight: requests per second.
 3. The expiry sweep in-process, rounds of the sweep and of its floor alternating, each in a
    transaction rolled back (the due rows stay due for the next round and the next run).
+0. Retrieval in-process (``retrieval.measure``): backfill, embedding, ranking with and
+   without meaning, and the model's memory; it embeds the subjects the recalls ask about.
 4. A Celery worker sent the sweep task on a copy of the database, which it really expires:
    the worker's rows per second, committed and sealed, and its peak memory.
 """
@@ -43,10 +45,11 @@ from django.test.utils import CaptureQueriesContext
 from ledger.actions.expiry import expire_due
 from ledger.models import Agent, Subject
 from memoryadmin.celery import app as celery_app
-from tools.bench import data, report
+from tools.bench import data, report, retrieval
 from tools.bench.floors import Replay, SweepFloor, WriteInserts, ranking_statement
 from tools.bench.load import Client, Samples
 from tools.bench.paths import PATHS, Ask, BenchPath, Fixture
+from tools.bench.retrieval import RetrievalResult
 from tools.bench.servers import Database, celery_worker, gunicorn
 
 # High enough never to refuse a benchmark's request; a deployment keeps its own.
@@ -115,6 +118,7 @@ class Results:
     options: dict[str, Any]
     paths: list[PathResult]
     sweep: SweepResult
+    retrieval: RetrievalResult = field(default_factory=RetrievalResult)
     web_worker_peak_mib: float | None = None
     seconds: float = 0.0
 
@@ -148,6 +152,7 @@ def run(options: Options, *, say: Callable[[str], None] = print) -> Results:
     # This process's own requests queue the sealer too: on the same broker as gunicorn's.
     celery_app.conf.broker_url = options.redis_url
     say(f"Benchmark of {info.scale:,} memories, {len(PATHS)} paths and the expiry sweep.")
+    found = retrieval.measure(fixture, say)
     captured = {path.name: _capture(path, fixture, headers, options) for path in PATHS}
     results = {path.name: captured[path.name][0] for path in PATHS}
     database = Database(_database_url())
@@ -177,6 +182,7 @@ def run(options: Options, *, say: Callable[[str], None] = print) -> Results:
         },
         paths=list(results.values()),
         sweep=sweep,
+        retrieval=found,
         web_worker_peak_mib=web_rss,
         seconds=round(time.monotonic() - started, 1),
     )

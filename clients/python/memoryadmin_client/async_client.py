@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
@@ -144,9 +144,14 @@ class AsyncMemoryClient:
         k: int | None = None,
         run: str | None = None,
         turn: int | None = None,
+        keys: Sequence[str] = (),
+        kinds: Sequence[str] = (),
     ) -> Recall:
-        """The capped, labelled block for a subject, with its memories; recorded."""
-        return await self._send(calls.recall(subject, goal=goal, k=k, run=run, turn=turn))
+        """The capped, labelled block for a subject, with its memories (each with ``why``
+        it was chosen); recorded. ``keys`` (slots) and ``kinds`` are served first."""
+        return await self._send(
+            calls.recall(subject, goal=goal, k=k, run=run, turn=turn, keys=keys, kinds=kinds)
+        )
 
     async def memory(self, id: str) -> JSON:
         return await self._send(calls.memory(id))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -175,9 +175,23 @@ def remember(
 
 
 def recall(
-    subject: str, *, goal: str, k: int | None, run: str | None, turn: int | None
+    subject: str,
+    *,
+    goal: str,
+    k: int | None,
+    run: str | None,
+    turn: int | None,
+    keys: Sequence[str] = (),
+    kinds: Sequence[str] = (),
 ) -> Call[Recall]:
-    params = given(goal=goal or None, k=k, run=run, turn=turn)
+    params = given(
+        goal=goal or None,
+        k=k,
+        run=run,
+        turn=turn,
+        keys=",".join(keys) or None,
+        kinds=",".join(kinds) or None,
+    )
     return Call(
         "GET",
         f"{API}/subjects/{segment(subject)}/recall",

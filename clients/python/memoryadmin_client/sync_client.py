@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
@@ -147,9 +147,14 @@ class MemoryClient:
         k: int | None = None,
         run: str | None = None,
         turn: int | None = None,
+        keys: Sequence[str] = (),
+        kinds: Sequence[str] = (),
     ) -> Recall:
-        """The capped, labelled block for a subject, with its memories; recorded."""
-        return self._send(calls.recall(subject, goal=goal, k=k, run=run, turn=turn))
+        """The capped, labelled block for a subject, with its memories (each with ``why``
+        it was chosen); recorded. ``keys`` (slots) and ``kinds`` are served first."""
+        return self._send(
+            calls.recall(subject, goal=goal, k=k, run=run, turn=turn, keys=keys, kinds=kinds)
+        )
 
     def memory(self, id: str) -> JSON:
         return self._send(calls.memory(id))

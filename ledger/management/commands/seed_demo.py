@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
+from ledger.actions import vectors
 from ledger.actions.agents import create_agent, restrict_agent
 from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.imports import import_memory
@@ -24,6 +25,7 @@ from ledger.actions.snapshots import SnapshotInput, store_snapshot
 from ledger.actions.sources import SourceInput
 from ledger.actions.subjects import set_display_name
 from ledger.actors import Actor
+from ledger.embeddings import EmbeddingUnavailable
 from ledger.keys import known_key
 from ledger.models import Agent, Memory, Subject
 from ledger.reads.recall import recall
@@ -253,6 +255,7 @@ class Command(BaseCommand):
             source=misread,
         )
         subject = Subject.objects.get(ref=ref)
+        _embed_written()
         for run_ref, goal in [
             ("run_151", "arrange a delivery call"),
             ("run_152", "delivery delayed, tell the customer"),
@@ -284,6 +287,7 @@ class Command(BaseCommand):
             statement="Prefers to be addressed as Mrs Shah.",
             reason="Customer asked on the phone (ticket 4471).",
         )
+        _embed_written()
         result = recall(subject=Subject.objects.get(ref=PRIYA), goal="greeting", k=5)
         record_recall(agent=agent, result=result, run_ref="run_171", turn=1)
 
@@ -331,6 +335,7 @@ class Command(BaseCommand):
 
     def _load_recalls(self, agent: Agent, subject: Subject) -> None:
         """Three conversations that read Dana's memories, so people see where each was used."""
+        _embed_written()
         for run_ref, turn, goal in [
             ("run_77", 5, "billing contact"),
             ("run_81", 2, "refund status"),
@@ -473,3 +478,12 @@ class Command(BaseCommand):
                 budget=budget,
             ),
         )
+
+
+def _embed_written() -> None:
+    """The demo's recalls are ranked by meaning too: its memories are embedded here, in its
+    transaction, rather than by the worker once it commits. Without the model, by words."""
+    try:
+        vectors.embed_missing()
+    except EmbeddingUnavailable as error:
+        print(f"The demo's memories were not embedded ({error}): recalls rank by words.")

@@ -251,20 +251,28 @@ class CorrectionFilters(forms.Form):
 
 
 class ComplaintForm(forms.Form):
-    """What support knows of a complaint; ``subjects`` are the ones the viewer may see."""
+    """What support knows of a complaint: its words, whom it is about, the days; the words
+    or the subject at least. ``subjects`` are the ones the viewer may see."""
 
-    subject = forms.CharField(label="Subject (reference or name)", max_length=200)
+    phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
+    subject = forms.CharField(label="Subject (reference or name)", max_length=200, required=False)
     start = DayField(label="From (day)", required=False)
     end = DayField(label="To (day, included)", required=False)
-    phrase = forms.CharField(label="Words from the complaint", max_length=200, required=False)
 
     def __init__(self, *args: Any, subjects: QuerySet[Subject], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.subjects = subjects
 
-    def clean_subject(self) -> Subject:
-        """A subject's reference, or its name when exactly one subject has it."""
+    def clean_phrase(self) -> str:
+        phrase: str = self.cleaned_data["phrase"].strip()
+        return phrase
+
+    def clean_subject(self) -> Subject | None:
+        """A subject's reference, or its name when exactly one subject has it; None when
+        none is given (the words alone are searched)."""
         typed = self.cleaned_data["subject"].strip()
+        if not typed:
+            return None
         subject = self.subjects.filter(ref=typed).first()
         if subject is not None:
             return subject
@@ -282,6 +290,11 @@ class ComplaintForm(forms.Form):
         start, end = data.get("start"), data.get("end")
         if isinstance(start, date) and isinstance(end, date) and start > end:
             raise forms.ValidationError("The first day comes after the last one.")
+        # A subject typed but not found has said so already.
+        if not data.get("phrase") and not data.get("subject") and "subject" not in self.errors:
+            raise forms.ValidationError(
+                "Nothing to look for: give words from the complaint, a subject, or both."
+            )
         return data
 
 

@@ -1,0 +1,1 @@
+"""make eval: the quality of what memoryadmin measures on labelled sets (eval/)."""
