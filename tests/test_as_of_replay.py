@@ -32,7 +32,7 @@ def recalled(api: APIClient, remember: Callable[..., object]) -> Recall:
 
 def replay(user: User, recall: Recall, goal: str = GOAL) -> str:
     at = recall.recalled_at.isoformat()
-    response = signed_in(user).get(URL, {"at": at, "goal": goal})
+    response = signed_in(user).get(URL, {"at": at, "goal": goal, "k": recall.k})
     assert response.status_code == 200
     return html.unescape(response.content.decode())
 
@@ -48,8 +48,9 @@ def test_a_recall_is_replayed_with_the_model_it_recorded(
     first = ranked.split("<li>", 2)[1]
     assert served == AISLE and AISLE in first and "meaning 0." in first
     assert AISLE in page.split('<pre class="document">', 1)[1].split("</pre>", 1)[0]
-    # The page links each goal-bearing recall around to its replay.
-    assert "Replay its ranking" in page
+    # The page links each goal-bearing recall around to its replay, at the recall's size.
+    assert "Replay its ranking" in page and f"k={recalled.k}" in page
+    assert "for at most 1 record." in page
 
 
 def test_a_recall_made_with_another_model_is_replayed_by_words_and_says_so(
@@ -64,3 +65,12 @@ def test_a_person_cannot_replay_recalls(recalled: Recall, make_person: Callable[
     person = make_person("pat", subject=SUBJECT)
     response = signed_in(person).get(URL, {"goal": GOAL})
     assert response.status_code in (302, 403, 404)
+
+
+@pytest.mark.parametrize("k", ["²", "9" * 5000, "-1", "x"])
+def test_an_odd_size_is_the_default_size(
+    recalled: Recall, make_person: Callable[..., User], k: str
+) -> None:
+    response = signed_in(make_person("sam", role="support")).get(URL, {"goal": GOAL, "k": k})
+    assert response.status_code == 200
+    assert "for at most 5 records." in html.unescape(response.content.decode())

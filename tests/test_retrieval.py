@@ -138,14 +138,22 @@ def test_a_key_asked_for_is_served_first_whatever_the_goal(api: APIClient, remem
     assert [m["why"]["via"] for m in data["memories"]] == ["key", "relevance"]
 
 
-def test_a_kind_asked_for_is_served_whole_even_beyond_k(api: APIClient, remember) -> None:
+def test_a_kind_asked_for_comes_first_ranked_by_the_goal_and_never_beyond_k(
+    api: APIClient, remember
+) -> None:
     write_all(remember, EVERYDAY)
     episodes = ["Called about a late parcel.", "Returned a jacket.", "Disputed a charge."]
     write_all(remember, episodes, kind="episode")
     embed_missing()
-    data = recall(api, goal=SEAT_GOAL, k=1, kinds="episode")
-    assert sorted(statements(data)) == sorted(episodes)
-    assert {m["why"]["via"] for m in data["memories"]} == {"kind"}
+    data = recall(api, goal="the parcel that came late", k=4, kinds="episode")
+    # Every episode, the one the goal is about first, then the most relevant of the rest.
+    assert statements(data)[0] == "Called about a late parcel."
+    assert sorted(statements(data)[:3]) == sorted(episodes)
+    assert [m["why"]["via"] for m in data["memories"]] == ["kind"] * 3 + ["relevance"]
+    # k is the cap, whatever was asked for.
+    assert statements(recall(api, goal="the parcel that came late", k=1, kinds="episode")) == [
+        "Called about a late parcel."
+    ]
     assert_valid_block(data)
 
 
@@ -415,3 +423,16 @@ def test_a_spanish_statement_is_found_by_an_english_goal(api: APIClient, remembe
     assert statements(data) == ["Paga con tarjeta de crédito."]
     assert data["memories"][0]["why"]["matched"] == []
     assert_valid_block(data)
+
+
+def test_sentence_transformers_not_installed_ranks_by_words_and_says_how_to_get_it(
+    api: APIClient, remember, settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The extra needs torch, which this suite does not install: the backend is unavailable.
+    settings.MEMORYADMIN_EMBEDDINGS = "sentence-transformers"
+    write_all(remember, EVERYDAY)
+    with caplog.at_level(logging.WARNING, logger="ledger.reads.retrieval"):
+        data = recall(api, goal="Rex needs a walk", k=2)
+    assert data["semantic"] == "unavailable"
+    assert statements(data)[0] == "Has a dog called Rex."
+    assert "pip install 'memoryadmin[sentence-transformers]'" in caplog.text

@@ -155,8 +155,9 @@ def test_each_recall_says_where_the_memory_stood_in_words(
     read(agent, phoned, run="run_152", goal="phoned deliveries")
     html = trace(sam, phoned)
     assert "Place in the block" in html and "Position, rank" not in html
-    # No goal: nothing to be relevant to, so no 0.000; matched: how well, in words.
-    assert "<td>1</td>" in html and "0.000" not in html
+    # No goal: nothing to be relevant to, so no 0.000 but why it was there; matched: how
+    # well, in words.
+    assert "<td>1 (among the newest: no goal)</td>" in html and "0.000" not in html
     assert re.search(r"<td>1 \(relevance to the goal: 0\.\d{3}\)</td>", html)
 
 

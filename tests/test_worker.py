@@ -32,7 +32,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
 
-from ledger.models import Conflict, Memory, Reminder
+from ledger.models import Conflict, Memory, MemoryVector, Reminder
 from tests.conftest import SUBJECT, TEST_REDIS_URL
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
@@ -456,3 +456,24 @@ def test_reminders_created_once_and_sent_as_one_digest_per_recipient(
     assert by_recipient["sam@example.com"]["Subject"] == "3 memories to check on memoryadmin"
     kim = by_recipient["kim@example.com"].get_payload(decode=True).decode()
     assert "Orders flour in 25 kg sacks." in kim
+
+
+def test_worker_embeds_each_new_memory_and_the_beat_pass_what_was_missed(
+    worker: Worker, sender: Celery, remember: Callable[..., Memory]
+) -> None:
+    # A write's commit queues the task naming its new memory; the worker embeds it.
+    written = [remember("Likes aisle seats on flights."), remember("Has a dog called Rex.")]
+    wait_for(
+        lambda: MemoryVector.objects.filter(memory__in=written).count() == 2,
+        "each new memory's vector",
+    )
+    stored = MemoryVector.objects.get(memory=written[0])
+    assert (stored.model, stored.dimensions, len(bytes(stored.vector))) == (
+        "all-MiniLM-L6-v2",
+        384,
+        384 * 4,
+    )
+    # What no task embedded (a broker outage, the backend down): the beat's pass does.
+    MemoryVector.objects.filter(memory=written[1]).delete()
+    send(sender, "ledger.tasks.embed_missing")
+    wait_for(lambda: MemoryVector.objects.filter(memory=written[1]).exists(), "the missed vector")

@@ -124,15 +124,15 @@ class RecallParamsSerializer(StrictSerializer):
         say="slot keys, comma-separated, e.g. delivery.window,contact.channel",
         required=False,
         max_length=KEYS_MAX,
-        help_text="Slots to serve whenever they hold a servable memory, before anything "
-        "ranked, comma-separated (delivery.window,contact.channel).",
+        help_text="Slots to serve first whenever they hold a servable memory, within k, "
+        "comma-separated (delivery.window,contact.channel).",
     )
     kinds = ListField(
         item="|".join(MemoryKind.values),
         say=f"kinds, comma-separated, from {', '.join(MemoryKind.values)}",
         required=False,
         max_length=KEYS_MAX,
-        help_text="Kinds to serve whole, the same way, comma-separated: "
+        help_text="Kinds to serve first the same way, comma-separated: "
         + ", ".join(MemoryKind.values)
         + ".",
     )

@@ -121,10 +121,11 @@ def conflicts_open_at(
     return groups
 
 
-def as_of(subject: Subject, at: datetime, goal: str = "") -> AsOf:
-    """What was in force about ``subject`` at ``at``, and the block a recall with the
-    default size would have served then: for ``goal``, ranked as then, or without one."""
-    k = min(DEFAULT_K, Policy.current().recall_cap)
+def as_of(subject: Subject, at: datetime, goal: str = "", k: int | None = None) -> AsOf:
+    """What was in force about ``subject`` at ``at``, and the block a recall of ``k`` (by
+    default the default size) would have served then: for ``goal``, ranked as then, or
+    without one."""
+    k = min(k or DEFAULT_K, Policy.current().recall_cap)
     in_force = memories_in_force(subject, at)
     conflicts = conflicts_open_at(subject, at, in_force)
     replay = _replayed(subject, at, goal, in_force, k) if goal_terms(goal) else None

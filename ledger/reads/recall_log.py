@@ -163,6 +163,8 @@ class ServedRead:
     recalled_at: datetime
     position: int
     rank: float
+    # How it was chosen (``ledger.rules.ranking.Why.via``); "" before it was recorded.
+    via: str
     k: int
     goal: str
     turn: int | None
@@ -171,7 +173,7 @@ class ServedRead:
 
 
 _NEWEST = (F("recalled_at").desc(), F("recall_id").desc())
-_ITEM_FIELDS = ("memory_id", "recall_id", "recalled_at", "position", "rank")
+_ITEM_FIELDS = ("memory_id", "recall_id", "recalled_at", "position", "rank", "via")
 
 
 def latest_reads(memory_ids: Sequence[uuid.UUID], per_memory: int) -> list[ServedRead]:
@@ -212,7 +214,7 @@ def latest_reads(memory_ids: Sequence[uuid.UUID], per_memory: int) -> list[Serve
     place = {pk: index for index, pk in enumerate(memory_ids)}
     rows.sort(key=lambda row: (place[row[0]], -row[2].timestamp(), -row[1]))
     reads = []
-    for memory_id, recall_id, recalled_at, position, rank in rows:
+    for memory_id, recall_id, recalled_at, position, rank, via in rows:
         recall = recalls[recall_id]
         reads.append(
             ServedRead(
@@ -221,6 +223,7 @@ def latest_reads(memory_ids: Sequence[uuid.UUID], per_memory: int) -> list[Serve
                 recalled_at=recalled_at,
                 position=position,
                 rank=rank,
+                via=via,
                 k=recall.k,
                 goal=recall.goal,
                 turn=recall.turn,

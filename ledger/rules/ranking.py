@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -48,7 +48,7 @@ class Weights:
 
     lexical: float = 0.08
     half: float = 2.0
-    floor: float = 0.1
+    floor: float = 0.2
     duplicate: float = 0.95
 
 
@@ -130,27 +130,38 @@ def rank(
     kinds: frozenset[str] = frozenset(),
     weights: Weights = WEIGHTS,
 ) -> list[Chosen]:
-    """At most ``k`` of ``candidates`` for ``goal``, best first (more only when the keys
-    and kinds asked for hold more), each with why."""
+    """At most ``k`` of ``candidates`` for ``goal``, best first, each with why: first those
+    in the slots (``keys``) and kinds asked for, then the most relevant of the rest."""
     asked = [c for c in candidates if (c.key and c.key in keys) or c.kind in kinds]
-    chosen = [
-        Chosen(c, Why(1.0, 0.0, (), None, "key" if c.key and c.key in keys else "kind"))
-        for c in sorted(asked, key=_newest_stated_first)
-    ]
     taken = {c.id for c in asked}
     rest = [c for c in candidates if c.id not in taken]
-    if stems(goal) or goal_vector is not None:
-        ranked = _by_relevance(goal, rest, goal_vector, weights)
-    else:
-        # No goal to rank by: the newest, what the person said before any guess.
-        newest = sorted(rest, key=_newest_stated_first)
-        ranked = [Chosen(c, Why(0.0, 0.0, (), None, "recent")) for c in newest]
-    for scored in ranked:
+    chosen: list[Chosen] = []
+    # What was asked for is served whatever its relevance, ranked by it among itself.
+    first = [
+        replace(c, why=replace(c.why, via="key" if c.candidate.key in keys else "kind"))
+        for c in _ranked(goal, asked, goal_vector, weights, floor=False)
+    ]
+    for scored in [*first, *_ranked(goal, rest, goal_vector, weights, floor=True)]:
         if len(chosen) >= k:
             break
         if not _near_duplicate(scored.candidate, chosen, weights.duplicate):
             chosen.append(scored)
     return chosen
+
+
+def _ranked(
+    goal: str,
+    candidates: Sequence[Candidate],
+    goal_vector: npt.NDArray[np.float32] | None,
+    weights: Weights,
+    *,
+    floor: bool,
+) -> list[Chosen]:
+    if stems(goal) or goal_vector is not None:
+        return _by_relevance(goal, candidates, goal_vector, weights, floor=floor)
+    # No goal to rank by: the newest, what the person said before any guess.
+    newest = sorted(candidates, key=_newest_stated_first)
+    return [Chosen(c, Why(0.0, 0.0, (), None, "recent")) for c in newest]
 
 
 def _newest_stated_first(candidate: Candidate) -> tuple[bool, float]:
@@ -162,8 +173,10 @@ def _by_relevance(
     candidates: Sequence[Candidate],
     goal_vector: npt.NDArray[np.float32] | None,
     weights: Weights,
+    *,
+    floor: bool = True,
 ) -> list[Chosen]:
-    """Candidates at or above the floor, most relevant first."""
+    """Candidates (at or above the floor, if ``floor``) most relevant first."""
     if not candidates:
         return []
     lexical, matched = lexical_scores(goal, [c.text for c in candidates])
@@ -175,8 +188,9 @@ def _by_relevance(
         score = fused(float(lex), semantic, goal_vector is not None, weights)
         # Only meaning can tell that a memory is irrelevant: one not yet embedded, or any
         # in a recall without the goal's vector, is ranked by its words and may fill a place.
-        if semantic is None or score >= weights.floor:
-            why = Why(round(score, 6), round(float(lex), 6), words, semantic, "relevance")
+        if not floor or semantic is None or score >= weights.floor:
+            cosine = None if semantic is None else round(semantic, 6)
+            why = Why(round(score, 6), round(float(lex), 6), words, cosine, "relevance")
             scored.append(Chosen(candidate, why))
     scored.sort(key=lambda c: (-c.why.score, *_newest_stated_first(c.candidate)))
     return scored

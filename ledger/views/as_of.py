@@ -59,7 +59,10 @@ def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
         status = 400
     else:
         goal = request.GET.get("goal", "").strip()[:GOAL_MAX]
-        context["state"] = as_of(subject, at, goal)
+        # A recall's own size, when its "Replay" link gives it; anything else: the default.
+        k = request.GET.get("k", "")
+        size = int(k) if k.isascii() and k.isdigit() and len(k) <= 3 else None
+        context["state"] = as_of(subject, at, goal, size)
         context["in_future"] = at > timezone.now()
         context["recalls"] = recalls_around(subject, at)
         context["picker"] = timezone.localtime(at).strftime("%Y-%m-%dT%H:%M")

@@ -158,10 +158,17 @@ class Read:
 
 
 def place_words(read: ServedRead) -> str:
-    """Where a memory stood in a recall's block, in words a person can read. The rank is
-    its relevance to the agent's goal; a 0 (no goal, no word of it matched, or shown only
-    for an open conflict) says nothing worth a number, so none is shown."""
-    if read.position > read.k:
+    """Where a memory stood in a recall's block and why it was there, in words a person can
+    read. Reads recorded before the log kept why are told by their place alone."""
+    words = {
+        "conflict": "shown for an open conflict",
+        "key": "asked for by its slot",
+        "kind": "asked for by its kind",
+        "recent": "among the newest: no goal",
+    }
+    if read.via in words:
+        return f"{read.position} ({words[read.via]})"
+    if not read.via and read.position > read.k:
         return f"{read.position} (shown for an open conflict)"
     if read.rank <= 0:
         return str(read.position)

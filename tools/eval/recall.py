@@ -202,19 +202,20 @@ def table(personas: Sequence[Persona], rankers: Rankers, split: str | None) -> s
     lines = [
         f"| ranking ({goals} goals) | "
         + " | ".join(f"{s} hit@5" for s in STYLES)
-        + " | hit@5 | MRR@5 | nDCG@5 |",
-        "| --- | " + " | ".join("---:" for _ in range(len(STYLES) + 3)) + " |",
+        + " | hit@5 | MRR@5 | nDCG@5 | served |",
+        "| --- | " + " | ".join("---:" for _ in range(len(STYLES) + 4)) + " |",
     ]
     for name, ranker in named:
         scores = measure(personas, ranker, split)
         hits = [f"{scores[s].row()[0]:.2f}" for s in STYLES]
         overall = scores["all"].row()
+        served = scores["all"].served / max(scores["all"].goals, 1)
         lines.append(
             f"| {name} | "
             + " | ".join(hits)
             + " | "
             + " | ".join(f"{v:.2f}" for v in overall)
-            + " |"
+            + f" | {served:.2f} |"
         )
     return "\n".join(lines)
 
