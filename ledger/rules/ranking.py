@@ -10,8 +10,8 @@ found), the goal, and the vectors, and decides. ``ledger.reads.retrieval`` fetch
 - Fused: ``semantic + lexical_weight * bm25 / (bm25 + half)``: a saturating lexical term
   that adds to meaning without drowning it. A candidate without a vector (not yet
   embedded) stands on its words alone, at the floor.
-- A floor: a candidate whose fused score is below it is not served, however few others
-  there are. Only meaning can judge that: without the goal's vector (embeddings off or
+- A floor: a candidate that shares no word with the goal and whose fused score is below
+  it is not served, however few others there are. Only meaning can judge that: without the goal's vector (embeddings off or
   down) or the candidate's (not yet embedded), words rank and the rest fill, as before.
 - Near-duplicates: a candidate whose cosine with one already chosen reaches
   ``duplicate`` (or whose words are the same) does not take a second place.
@@ -188,7 +188,9 @@ def _by_relevance(
         score = fused(float(lex), semantic, goal_vector is not None, weights)
         # Only meaning can tell that a memory is irrelevant: one not yet embedded, or any
         # in a recall without the goal's vector, is ranked by its words and may fill a place.
-        if not floor or semantic is None or score >= weights.floor:
+        # And a word of the goal it holds is evidence enough: a one-word goal ("refund")
+        # is too short for its meaning to clear the floor against a whole sentence.
+        if not floor or semantic is None or words or score >= weights.floor:
             cosine = None if semantic is None else round(semantic, 6)
             why = Why(round(score, 6), round(float(lex), 6), words, cosine, "relevance")
             scored.append(Chosen(candidate, why))
