@@ -11,11 +11,12 @@ found), the goal, and the vectors, and decides. ``ledger.reads.retrieval`` fetch
   that adds to meaning without drowning it. A candidate without a vector (not yet
   embedded) stands on its words alone, at the floor.
 - A floor: a candidate that shares no word with the goal and whose fused score is below
-  it is not served, however few others there are. Only meaning can judge that: without the goal's vector (embeddings off or
-  down) or the candidate's (not yet embedded), words rank and the rest fill, as before.
+  it is not served, however few others there are. Only meaning can judge that: without
+  the goal's vector (embeddings off or down) or the candidate's (not yet embedded), words
+  rank and the rest fill, as before.
 - Near-duplicates: a candidate whose cosine with one already chosen reaches
   ``duplicate`` (or whose words are the same) does not take a second place.
-- Keys and kinds an agent names are served first, before anything ranked.
+- Keys and kinds an agent names are served first, ranked among themselves, within ``k``.
 - At equal relevance a stated memory comes before an inferred one, then the newer.
 
 The constants were chosen on the development personas of eval/recall (docs/recall.md
