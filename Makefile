@@ -113,7 +113,8 @@ fmt: install
 clean:
 	rm -rf $(VENV) .celery memoryadmin.sqlite3 .secret_key staticfiles
 
-# Retrieval quality on the labelled personas of eval/recall, beside its baselines
-# (docs/recall.md). No database or service needed.
+# Retrieval quality on the labelled personas of eval/recall (docs/recall.md), and how
+# many poisoned writes the gate holds on eval/poison (docs/poisoned-writes.md), each beside
+# its baselines. No database or service needed.
 eval: install
 	DEBUG=1 $(PY) -m tools.eval

@@ -15,6 +15,8 @@ from typing import Any, Protocol
 from django.contrib.auth.models import AnonymousUser, Group, Permission, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from ledger.choices import Scope
+
 type Person = User | AnonymousUser
 
 
@@ -104,6 +106,14 @@ def may_grant_staff_scope(actor: ActingAs) -> bool:
     return actor.user is None or role_of(actor.user) == Role.ADMIN
 
 
+def may_change_any_write(scopes: Iterable[str]) -> bool:
+    """A key with the ``staff`` scope is support's tooling, which an admin granted to clean
+    up after any agent: it may change what another agent or a person wrote whatever the
+    write policy says. Any other agent changes only its own writes unless the policy lets
+    agents change each other's (``Policy.agents_change_others``)."""
+    return Scope.STAFF in scopes
+
+
 def may_administer(user: Person) -> bool:
     """The admin's pages: the audit, reverting corrections, erasure review, the write
     policy, agents and their keys, and people. Support and end users get a 404."""
@@ -146,6 +156,18 @@ def change_needs_reason(user: Person, subject: OwnedSubject) -> bool:
     return not acts_for_person(user, subject)
 
 
+def erasure_needs_approval(user: Person, subject: OwnedSubject) -> bool:
+    """Support's erasure of someone is a request until an admin (a second person) approves
+    it; the person erasing for themselves, and an admin, erase at once."""
+    return role_of(user) == Role.SUPPORT and not acts_for_person(user, subject)
+
+
+def may_decide_erasures(user: Person) -> bool:
+    """Approving or declining support's erasure requests: an admin (the rules refuse the
+    one who asked, should an admin have filed one)."""
+    return may_administer(user)
+
+
 def may_withhold(user: Person | None, subject: OwnedSubject) -> bool:
     """Whether ``user`` may say of a memory "true, but don't use it", or lift that again.
 
@@ -178,6 +200,16 @@ def support_people() -> QuerySet[User]:
     """Support staff who can be e-mailed the support queue's reminders."""
     return (
         User.objects.filter(groups__name=Role.SUPPORT, is_active=True)
+        .exclude(email="")
+        .order_by("pk")
+        .distinct()
+    )
+
+
+def admin_people() -> QuerySet[User]:
+    """Admins who can be e-mailed an erasure request waiting for one of them."""
+    return (
+        User.objects.filter(people_in_role(Role.ADMIN), is_active=True)
         .exclude(email="")
         .order_by("pk")
         .distinct()

@@ -4,7 +4,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from ledger.rules.rates import parse_rate
 
-RATE_SETTINGS = ("MEMORYADMIN_RATE_READS", "MEMORYADMIN_RATE_WRITES")
+RATE_SETTINGS = (
+    "MEMORYADMIN_RATE_READS",
+    "MEMORYADMIN_RATE_WRITES",
+    "MEMORYADMIN_RATE_FAILED_KEYS",
+)
 
 
 class LedgerConfig(AppConfig):

@@ -1,6 +1,8 @@
-"""Limits on signing in, kept by django-axes: a username or an address that keeps failing
-is slowed (a short cool-off), then locked out for longer. Each is counted on its own, so
-one address guessing many names and many addresses guessing one name are both stopped."""
+"""Limits on signing in, kept by django-axes. A username that keeps failing from one
+address is slowed (a short cool-off), then locked out for longer, at that address only: one
+person's typos lock neither the others behind the same address (an office, a phone
+network's NAT) nor, from elsewhere, the owner of the name. An address is counted too, with
+a limit far higher, so one guesser trying many names is stopped as well."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from axes.backends import AxesStandaloneBackend
+from axes.handlers.database import AxesDatabaseHandler
 from axes.models import AccessAttempt, AccessFailureLog
 from django.conf import settings
-from django.db.models import Max, Q
+from django.db.models import Max, Q, QuerySet, Sum
 from django.http import HttpRequest
 from django.utils import timezone
 
@@ -20,7 +23,8 @@ LOCKOUT_MEMORY = timedelta(days=1)
 
 def cool_off_after(failures: int) -> timedelta:
     """How long a sign-in stays refused after the failure that locked it, given how many
-    failures its username or address had in the last day."""
+    failures its username had at its address in the last day. An address is refused while
+    its failures not yet expired reach its limit: each expires by its own username's rule."""
     if failures >= settings.MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES:
         return timedelta(minutes=settings.MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES)
     return timedelta(minutes=settings.MEMORYADMIN_SIGNIN_COOLOFF_MINUTES)
@@ -31,14 +35,17 @@ def cool_off_after(failures: int) -> timedelta:
 TRIED_USERNAME = "signin_username"
 
 
-def _tried_by(request: HttpRequest | None) -> Q:
-    """The records of the username being tried, or of the address trying it."""
+def _address(request: HttpRequest | None) -> Q:
+    """The records of the address trying."""
     if request is None:
         return Q(pk__in=[])
-    matches = Q(ip_address=getattr(request, "axes_ip_address", None))
-    if username := getattr(request, TRIED_USERNAME, None):
-        matches |= Q(username=username)
-    return matches
+    return Q(ip_address=getattr(request, "axes_ip_address", None))
+
+
+def _tried_by(request: HttpRequest | None) -> Q:
+    """The records of the username being tried, at the address trying it."""
+    username = getattr(request, TRIED_USERNAME, None)
+    return _address(request) & Q(username=username) if username else Q(pk__in=[])
 
 
 def cool_off(request: HttpRequest | None) -> timedelta:
@@ -49,11 +56,36 @@ def cool_off(request: HttpRequest | None) -> timedelta:
     return cool_off_after(failures.count() + 1)
 
 
+def _failures(attempts: QuerySet[Any]) -> int:
+    return int(attempts.aggregate(n=Sum("failures_since_start"))["n"] or 0)
+
+
 def locked_until(request: HttpRequest) -> datetime | None:
-    """When the lockout on this request's username or address ends."""
-    attempts = AccessAttempt.objects.filter(_tried_by(request))
+    """When the lockout on this request's username at its address, or on its address, ends."""
+    locked = _tried_by(request)
+    if _failures(AccessAttempt.objects.filter(_address(request))) >= (
+        settings.MEMORYADMIN_SIGNIN_ADDRESS_FAILURES
+    ):
+        locked |= _address(request)
+    attempts = AccessAttempt.objects.filter(locked)
     ends: datetime | None = attempts.aggregate(end=Max("expiration__expires_at"))["end"]
     return ends
+
+
+# django-axes ships no type information.
+class SignInCounts(AxesDatabaseHandler):  # type: ignore[misc]
+    """``AXES_HANDLER``: axes' records, each thing it counts (``AXES_LOCKOUT_PARAMETERS``: a
+    username at an address, then the address) against a limit of its own. Axes compares
+    one number with one limit (``AXES_FAILURE_LIMIT``, the username's), so an address past
+    its own, higher limit is said to have reached that one."""
+
+    def get_failures(self, request: HttpRequest, credentials: dict[str, Any] | None = None) -> int:
+        username_here, address = (
+            _failures(attempts) for attempts in self.get_user_attempts(request, credentials)
+        )
+        if address >= settings.MEMORYADMIN_SIGNIN_ADDRESS_FAILURES:
+            return max(username_here, settings.AXES_FAILURE_LIMIT)
+        return username_here
 
 
 def client_ip(request: HttpRequest) -> str | None:

@@ -5,6 +5,7 @@ from ledger.views import (
     as_of,
     complaints,
     corrections,
+    erasure_requests,
     history,
     home,
     memories,
@@ -89,6 +90,17 @@ urlpatterns = [
         name="audit-correction-revert",
     ),
     path("audit/erasures/", corrections.erasures, name="audit-erasures"),
+    path("audit/erasure-requests/", erasure_requests.erasure_requests, name="erasure-requests"),
+    path(
+        "audit/erasure-requests/<int:pk>/approve/",
+        erasure_requests.erasure_request_approve,
+        name="erasure-request-approve",
+    ),
+    path(
+        "audit/erasure-requests/<int:pk>/decline/",
+        erasure_requests.erasure_request_decline,
+        name="erasure-request-decline",
+    ),
     # Admin: agents and their keys (H4).
     path("agents/", agents.agent_list, name="agents"),
     path("agents/new/", agents.agent_new, name="agent-new"),

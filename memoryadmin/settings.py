@@ -193,17 +193,23 @@ AUTHENTICATION_BACKENDS = [
     "django.contrib.auth.backends.ModelBackend",
 ]
 # Sign-in limits (ledger.signin): after MEMORYADMIN_SIGNIN_FAILURES failures in a row a
-# username, and separately an address, is refused for MEMORYADMIN_SIGNIN_COOLOFF_MINUTES;
-# once it has failed MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES times in a day, for
-# MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES. A try while refused counts, and restarts the wait.
+# username at one address (only there), or after MEMORYADMIN_SIGNIN_ADDRESS_FAILURES an
+# address whatever names it tries, is refused for MEMORYADMIN_SIGNIN_COOLOFF_MINUTES; once
+# a username has failed MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES times in a day at an address,
+# for MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES. A try while refused counts, and restarts the wait.
 MEMORYADMIN_SIGNIN_FAILURES: int = env_signin_limit("MEMORYADMIN_SIGNIN_FAILURES", 5)
+MEMORYADMIN_SIGNIN_ADDRESS_FAILURES: int = env_signin_limit(
+    "MEMORYADMIN_SIGNIN_ADDRESS_FAILURES", 100
+)
 MEMORYADMIN_SIGNIN_COOLOFF_MINUTES: int = env_signin_limit("MEMORYADMIN_SIGNIN_COOLOFF_MINUTES", 1)
 MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES: int = env_signin_limit(
     "MEMORYADMIN_SIGNIN_LOCKOUT_FAILURES", 20
 )
 MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES: int = env_signin_limit("MEMORYADMIN_SIGNIN_LOCKOUT_MINUTES", 60)
 AXES_FAILURE_LIMIT = MEMORYADMIN_SIGNIN_FAILURES
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# In this order: ledger.signin.SignInCounts gives each its own limit.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+AXES_HANDLER = "ledger.signin.SignInCounts"
 AXES_COOLOFF_TIME = "ledger.signin.cool_off"
 # Each failure's own expiry: a short cool-off never clears another's longer lockout.
 AXES_USE_ATTEMPT_EXPIRATION = True
@@ -256,7 +262,8 @@ SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
 # Behind a proxy that ends TLS, the request arrives as http: trust its X-Forwarded-Proto
 # (only there: anyone could send the header to a server reached directly).
-if env_bool("BEHIND_PROXY"):
+BEHIND_PROXY: bool = env_bool("BEHIND_PROXY")
+if BEHIND_PROXY:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     # Sign-in limits count the client's address, not the proxy's.
     AXES_CLIENT_IP_CALLABLE = "ledger.signin.client_ip"
@@ -307,8 +314,20 @@ SIMPLE_HISTORY_REVERT_DISABLED = True
 CELERY_BROKER_DIR = Path(os.environ.get("CELERY_BROKER_DIR", BASE_DIR / ".celery"))
 # The folder broker needs no host; naming one keeps kombu from warning that none was given.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://localhost/")
+# A write queues its follow-up tasks once it has committed (ledger.delivery.broker). With
+# the broker down that must fail at once, not after kombu's reconnection attempts (6 s
+# measured): one attempt (max_retries 0), a second to connect, and for Redis a bound on
+# each command (2 s: above the worker's 1 s BRPOP poll, which it must not cut short).
+# Each task's beat pass does what a failed message would have asked. The worker's own
+# connection keeps Celery's retries (broker_connection_max_retries).
+CELERY_BROKER_CONNECTION_TIMEOUT = 1.0
+CELERY_BROKER_TRANSPORT_OPTIONS: dict[str, object] = {
+    "max_retries": 0,
+    "socket_connect_timeout": 1.0,
+    "socket_timeout": 2.0,
+}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    CELERY_BROKER_TRANSPORT_OPTIONS = {
+    CELERY_BROKER_TRANSPORT_OPTIONS |= {
         "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
         "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
         "control_folder": str(CELERY_BROKER_DIR / "control"),
@@ -344,6 +363,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "task": "ledger.tasks.seal_audit",
         "schedule": _SEAL_EVERY,
         "options": {"expires": _SEAL_EVERY},
+    },
+    # The audit chain's heads, signed, to MEMORYADMIN_AUDIT_CHECKPOINTS at least hourly (the
+    # seal-audit pass writes one whenever a head moved).
+    "checkpoint-audit": {
+        "task": "ledger.tasks.checkpoint_audit",
+        "schedule": 3600,
+        "options": {"expires": 3600},
     },
     # Webhooks: sends the deliveries that are due, whatever queued them (or failed to).
     "deliver-webhooks": {
@@ -479,19 +505,61 @@ MEMORYADMIN_EMBED_PASS_SIZE: int = env_int("MEMORYADMIN_EMBED_PASS_SIZE", 2000)
 if MEMORYADMIN_EMBEDDINGS_TIMEOUT_MS < 1:
     raise ImproperlyConfigured("MEMORYADMIN_EMBEDDINGS_TIMEOUT_MS must be 1 or more.")
 
+# The audit (docs/audit-chain.md). The key every history row's MAC and every checkpoint is
+# made with: the database never holds it, so rows written behind the application's back
+# fail verify_audit. Unset, it is derived from SECRET_KEY (fine for DEBUG and make run;
+# `check --deploy` requires it set, since rotating SECRET_KEY would then fail every row).
+MEMORYADMIN_AUDIT_KEY: str = os.environ.get("MEMORYADMIN_AUDIT_KEY", "")
+# Keys used before a rotation, comma-separated: what they made still verifies.
+MEMORYADMIN_AUDIT_OLD_KEYS: list[str] = [
+    key.strip()
+    for key in os.environ.get("MEMORYADMIN_AUDIT_OLD_KEYS", "").split(",")
+    if key.strip()
+]
+# Where the signed checkpoints of the chain's heads are appended (JSON lines): outside the
+# database, so that removing its newest history with their seals is noticed.
+MEMORYADMIN_AUDIT_CHECKPOINTS: str = os.environ.get(
+    "MEMORYADMIN_AUDIT_CHECKPOINTS", str(BASE_DIR / "var" / "state" / "audit-checkpoints.jsonl")
+)
+
 # Each agent's API requests per period, reads and writes counted apart. On whatever DEBUG
 # is; a deployment may raise them, never switch them off.
 # API rate limits such as "600/min", checked when the app starts (``ledger.apps``).
 MEMORYADMIN_RATE_READS: str = os.environ.get("MEMORYADMIN_RATE_READS", "1200/min")
 MEMORYADMIN_RATE_WRITES: str = os.environ.get("MEMORYADMIN_RATE_WRITES", "600/min")
+# Requests with a key that does not work (unknown, revoked, malformed), per client address:
+# past it the address gets 429 and its keys are not looked at until the window ends.
+MEMORYADMIN_RATE_FAILED_KEYS: str = os.environ.get("MEMORYADMIN_RATE_FAILED_KEYS", "20/min")
 # Where the limits are counted across web processes; empty: a table in the database.
 REDIS_URL: str = os.environ.get("REDIS_URL", "")
 
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # runserver's access log (make run) without query strings: a recall's goal, a note's
+    # key, a search for a name are not for the log (memoryadmin.logs; gunicorn's in
+    # gunicorn.conf.py).
+    "filters": {"no_query": {"()": "memoryadmin.logs.DropQueryStrings"}},
+    "formatters": {
+        "django.server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        }
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"},
+        "django.server": {
+            "class": "logging.StreamHandler",
+            "formatter": "django.server",
+            "filters": ["no_query"],
+        },
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # django-axes says every failed sign-in at INFO; a lockout, at WARNING, is worth a line.
-    "loggers": {"axes": {"level": "WARNING"}},
+    "loggers": {
+        # django-axes says every failed sign-in at INFO; a lockout, at WARNING, is worth a line.
+        "axes": {"level": "WARNING"},
+        # As Django's own default, with the filter.
+        "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
+    },
 }

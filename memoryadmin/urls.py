@@ -16,6 +16,11 @@ def favicon(request: HttpRequest) -> HttpResponse:
     return HttpResponseRedirect(static("ledger/favicon.svg"))
 
 
+# Under /api/ every answer is JSON, errors included; the pages keep Django's HTML ones.
+handler400 = "ledger.api.errors.bad_request"
+handler404 = "ledger.api.errors.not_found"
+handler500 = "ledger.api.errors.server_error"
+
 urlpatterns = [
     # The Django admin's own form checks the old password outside the sign-in limits.
     path(

@@ -6,6 +6,7 @@ import copy
 import os
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -141,6 +142,26 @@ def signed_in(person: User | str) -> Client:
 def fast_password_hashing(settings: Any) -> None:
     # People in tests are made to sign in, not to test key stretching, which costs ~1 s each.
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def audit_checkpoints_of_this_worker(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Checkpoints the suite records outside a test (the upgrade migrations' while the test
+    database is made) and in the processes it starts (workers, ``make run``) go to this test
+    process's own file, never into the checkout's ``var/state``."""
+    from django.conf import settings
+
+    path = str(tmp_path_factory.mktemp("audit") / "audit-checkpoints.jsonl")
+    # The environment for the processes started from here; the setting for this one, whose
+    # settings were read before any conftest.
+    os.environ["MEMORYADMIN_AUDIT_CHECKPOINTS"] = path
+    settings.MEMORYADMIN_AUDIT_CHECKPOINTS = path
+
+
+@pytest.fixture(autouse=True)
+def audit_checkpoints_apart(settings: Any, tmp_path: Path) -> None:
+    # Each test's database starts over: a checkpoint another test left would accuse it.
+    settings.MEMORYADMIN_AUDIT_CHECKPOINTS = str(tmp_path / "audit-checkpoints.jsonl")
 
 
 @pytest.fixture

@@ -526,7 +526,7 @@ def test_audit_grants_keeps_skeleton_columns_out_of_updates() -> None:
         f'REVOKE ALL ON "{MEMORY_HISTORY}" FROM "app";',
         f'GRANT SELECT, INSERT ON "{MEMORY_HISTORY}" TO "app";',
         f'GRANT UPDATE ("statement", "normalized", "key", "history_change_reason", '
-        f'"history_user_id") ON "{MEMORY_HISTORY}" TO "app";',
+        f'"history_mac", "history_user_id") ON "{MEMORY_HISTORY}" TO "app";',
     ]
     assert 'GRANT SELECT, INSERT ON "ledger_auditseal" TO "app";' in statements
     assert 'GRANT SELECT, INSERT, UPDATE, DELETE ON "ledger_memory" TO "app";' in statements

@@ -26,6 +26,7 @@ from memoryadmin_client import (
     MemoryClient,
     MemoryPaused,
     NotFound,
+    NotYourWrite,
     PermissionDenied,
     RateLimited,
     ServerError,
@@ -151,6 +152,19 @@ def test_a_read_only_key_cannot_write(live_server: Any) -> None:
         remember_pdf(reader)
     assert refused.value.status == 403
     assert not Memory.objects.exists()
+
+
+def test_another_agents_memory_is_not_your_write(client: MemoryClient, live_server: Any) -> None:
+    written = remember_pdf(client)["memory"]
+    other = create_agent(name="other-agent", scopes=["read", "write"], actor=Actor.system("t"))
+    with (
+        MemoryClient(live_server.url, other[1], retries=0) as stranger,
+        pytest.raises(NotYourWrite) as refused,
+    ):
+        stranger.retract(written["id"], reason="Not mine to keep.", if_match=written["version"])
+    assert (refused.value.status, refused.value.code) == (403, "not_your_write")
+    assert isinstance(refused.value, PermissionDenied)
+    assert Memory.objects.get(pk=written["id"]).status == "active"
 
 
 # Recall.

@@ -108,7 +108,8 @@ def test_create_person_applies_the_password_validators(monkeypatch, password, pr
     assert not User.objects.filter(username="dana").exists()
 
 
-def test_seed_demo_loads_a_realistic_demo_once() -> None:
+def test_seed_demo_loads_a_realistic_demo_once(settings) -> None:
+    settings.DEBUG = True  # seed_demo runs only with DEBUG on
     run("seed_demo")
     counts = {s: Memory.objects.filter(status=s).count() for s in Memory.Status.values}
     assert counts["pending"] >= 1

@@ -19,6 +19,7 @@ from playwright.sync_api import expect
 from ledger.actions.agents import restrict_agent
 from ledger.actions.erasure import erase_subject
 from ledger.actions.lifecycle import correct_memory
+from ledger.actions.policy import change_policy
 from ledger.actions.recalls import record_recall
 from ledger.actions.reverts import revert_correction
 from ledger.actions.sources import SourceInput
@@ -278,12 +279,22 @@ def test_a_revert_without_a_usable_reason_writes_nothing(
     assert replacement.status == "active"
 
 
+def let_agents_change_others() -> None:
+    change_policy(
+        actor=Actor.system("test"),
+        reason="Agents may rewrite what people corrected.",
+        agents_change_others=True,
+    )
+
+
 def test_what_is_not_a_current_correction_cannot_be_reverted(
     corrected: tuple[Memory, Memory], people: dict[str, User], agent: Agent
 ) -> None:
     original, replacement = corrected
     ada = signed_in(people["ada"])
-    # The original is no correction at all; nor is an agent's rewrite through the API.
+    # The original is no correction at all; nor is an agent's rewrite through the API (of a
+    # person's correction: the policy must let agents change what others wrote).
+    let_agents_change_others()
     rewritten = correct_memory(
         memory=Memory.objects.get(pk=replacement.pk),
         actor=Actor.for_agent(agent),
@@ -521,6 +532,7 @@ def shown(client: Client, **params: Any) -> list[Memory]:
 def test_the_list_is_newest_first_and_filters_by_who_subject_and_day(
     many: dict[str, Memory], people: dict[str, User], agent: Agent
 ) -> None:
+    let_agents_change_others()
     correct_memory(
         memory=Memory.objects.get(statement="What dana put right."),
         actor=Actor.for_agent(agent),

@@ -26,7 +26,8 @@ TOUR = Path(__file__).resolve().parent.parent / "docs" / "end-users.md"
 
 
 @pytest.fixture
-def demo() -> None:
+def demo(settings) -> None:
+    settings.DEBUG = True  # seed_demo runs only with DEBUG on
     call_command("seed_demo", stdout=StringIO())
 
 

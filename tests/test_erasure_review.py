@@ -17,6 +17,7 @@ from ledger.actions.erasure import erase_subject
 from ledger.actors import Actor
 from ledger.models import (
     Erasure,
+    ErasureRequest,
     JournalEntry,
     LedgerEntry,
     Memory,
@@ -121,17 +122,39 @@ def test_staff_erasing_for_someone_must_say_who_asked(
     assert not Erasure.objects.exists()
     assert Memory.objects.get(subject__ref=OTHER).status == "active"
 
+    # Support's erasure is a request: who asked is kept on it, and nothing is erased yet.
     done = sam.post(
         url, {"confirm_name": OTHER, "requested_by": "the person, by phone, ticket 4411"}
     )
     assert done.status_code == 302
-    erasure = Erasure.objects.get()
-    assert (erasure.erased_by, erasure.erased_by_role) == ("user:sam", "support")
+    assert not Erasure.objects.exists()
+    request = ErasureRequest.objects.get()
+    assert (request.requested_by, request.reason) == (
+        "user:sam",
+        "the person, by phone, ticket 4411",
+    )
+
+    # An admin's approval runs it, and who asked carries over to the erasure.
+    erasure = approve(request, staff["ada"])
+    assert (erasure.erased_by, erasure.erased_by_role) == ("user:ada", "admin")
     assert erasure.requested_by == "the person, by phone, ticket 4411"
     page = signed_in(staff["ada"]).get(URL).content.decode()
-    assert "“the person, by phone, ticket 4411”, as recorded by support (sam)" in page
-    assert "Support (sam)" in page
+    # Support recorded who asked; the admin who approved carried it out.
+    assert (
+        "“the person, by phone, ticket 4411”, as recorded by support (sam) and approved by "
+        "an admin (ada)"
+    ) in page
+    assert "An admin (ada)" in page
     assert "Takes the early train" not in page and "1 memory<" in page
+
+
+def approve(request: ErasureRequest, admin: User) -> Erasure:
+    """An admin approves support's request on the queue page; the erasure it ran."""
+    response = signed_in(admin).post(reverse("erasure-request-approve", args=[request.pk]))
+    assert response.status_code == 302
+    request.refresh_from_db()
+    assert request.decision == ErasureRequest.Decision.APPROVED
+    return Erasure.objects.get(subject=request.subject)
 
 
 def test_the_person_erasing_for_themselves_asked_whatever_they_send(
@@ -150,10 +173,31 @@ def test_staff_naming_themselves_as_who_asked_is_not_taken_for_the_person(
     remember("Keeps bees.", subject=OTHER)
     url = reverse("subject-erase", args=[OTHER])
     signed_in(staff["sam"]).post(url, {"confirm_name": OTHER, "requested_by": "user:sam"})
-    assert Erasure.objects.get().requested_by == "user:sam"
+    assert ErasureRequest.objects.get().reason == "user:sam"
+    assert approve(ErasureRequest.objects.get(), staff["ada"]).requested_by == "user:sam"
     page = signed_in(staff["ada"]).get(URL).content.decode()
     assert "The person themselves" not in page
-    assert "“user:sam”, as recorded by support (sam)" in page
+    assert "“user:sam”, as recorded by support (sam) and approved by an admin (ada)" in page
+
+
+def test_an_admins_own_later_erasure_is_not_taken_for_the_request_they_approved(
+    remember: Callable[..., Memory], staff: dict[str, User]
+) -> None:
+    remember("Keeps bees.", subject=OTHER)
+    url = reverse("subject-erase", args=[OTHER])
+    signed_in(staff["sam"]).post(url, {"confirm_name": OTHER, "requested_by": "phone, ticket 1"})
+    approve(ErasureRequest.objects.get(), staff["ada"])
+    remember("Keeps wasps.", subject=OTHER)
+    erase_subject(
+        subject=Subject.objects.get(ref=OTHER),
+        actor=Actor.for_user(staff["ada"]),
+        requested_by="letter, ticket 2",
+    )
+    page = signed_in(staff["ada"]).get(URL).content.decode()
+    assert "“phone, ticket 1”, as recorded by support (sam) and approved by an admin (ada)<" in (
+        page
+    )
+    assert "“letter, ticket 2”, as recorded by an admin (ada)<" in page
 
 
 def test_an_erasure_by_the_command_line_says_who_asked_is_not_recorded(

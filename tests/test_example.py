@@ -30,7 +30,9 @@ pytestmark = pytest.mark.usefixtures("transactional_db")
 
 
 @pytest.fixture
-def demo(transactional_db: None) -> None:
+def demo(transactional_db: None, settings: Any) -> None:
+    # seed_demo runs, and the API takes the demo's key, only with DEBUG on.
+    settings.DEBUG = True
     call_command("seed_demo", stdout=StringIO())
 
 

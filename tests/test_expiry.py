@@ -26,6 +26,7 @@ from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory, Subject
+from ledger.models.audit import mac_problem
 from ledger.reads import audit_chain
 from ledger.tasks import expire_due
 from memoryadmin.celery import app
@@ -305,11 +306,13 @@ def orm_expiry(row: Any) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def as_stored(row: Any) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every column of the row and of its latest history row, but the history row's id."""
+    """Every column of the row and of its latest history row, but the history row's id;
+    its MAC (a fresh nonce each row) as what is wrong with it, if anything."""
     history = type(row).history.model
     columns = [f.attname for f in history._meta.concrete_fields if not f.primary_key]
-    latest = history.objects.filter(id=row.pk).order_by("-history_id").values(*columns)
-    return type(row).objects.filter(pk=row.pk).values().get(), latest.first()
+    latest = history.objects.filter(id=row.pk).order_by("-history_id").values(*columns).first()
+    latest["history_mac"] = mac_problem(history, latest)
+    return type(row).objects.filter(pk=row.pk).values().get(), latest
 
 
 def test_history_the_sweep_writes_is_the_history_the_orm_wrote(

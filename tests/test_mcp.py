@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ from ledger.actions.agents import create_agent
 from ledger.actors import Actor
 from ledger.models import Memory, Recall, WriteDecision
 from tests.conftest import SUBJECT, body
+from tests.test_packaging import NOT_COPIED
 from tests.test_worker import database_url, wait_for
 
 # The server is another process: what a test writes must be committed for it to see.
@@ -204,6 +208,56 @@ def test_over_http_an_agent_lists_writes_and_recalls_through_the_api(
     served = http_log.read_text()
     assert '"POST /mcp HTTP/1.1" 200' in served
     assert key not in served
+
+
+# memoryadmin's own files in site-packages (its metadata, its editable install's hook),
+# and not memoryadmin_client's.
+OWN_INSTALL = re.compile(r"^(__editable__[._]+)?memoryadmin[-_]\d")
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A fresh checkout that nobody ran pip install in (no egg-info beside the code), and a
+    virtualenv's Python with every package this one has but memoryadmin itself."""
+    scratch = tmp_path_factory.mktemp("uninstalled")
+    source = scratch / "checkout"
+    shutil.copytree(settings.BASE_DIR, source, ignore=NOT_COPIED, symlinks=True)
+    venv = scratch / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    ask = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    target = Path(subprocess.check_output([python, "-c", ask], text=True).strip())
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if not OWN_INSTALL.match(entry.name):
+            (target / entry.name).symlink_to(entry)
+    return source, python
+
+
+@committed
+def test_over_stdio_the_server_starts_from_a_checkout_that_is_not_installed(
+    key: str, checkout: tuple[Path, Path]
+) -> None:
+    source, python = checkout
+    look_up = "import importlib.metadata as m; m.version('memoryadmin')"
+    missing = subprocess.run(
+        [python, "-c", look_up], cwd=source, capture_output=True, text=True, timeout=60
+    )
+    assert "PackageNotFoundError" in missing.stderr
+    server = StdioServerParameters(
+        command=str(python),
+        args=[str(source / "manage.py"), "mcp"],
+        env=server_env(MEMORYADMIN_KEY=key),
+        cwd=source,
+    )
+
+    async def run() -> tuple[Any, list[str]]:
+        async with Client(server, mode="legacy") as client:
+            return client.server_info, [t.name for t in (await client.list_tools()).tools]
+
+    info, tools = anyio.run(run)
+    project = tomllib.loads((source / "pyproject.toml").read_text())["project"]
+    assert (info.name, info.version) == ("memoryadmin", project["version"])
+    assert "remember" in tools
 
 
 @pytest.mark.parametrize(

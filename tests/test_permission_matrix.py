@@ -24,6 +24,7 @@ from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from ledger.actions.agents import revoke_agent
+from ledger.actions.erasure_requests import request_erasure
 from ledger.actions.lifecycle import correct_memory
 from ledger.actions.policy import change_policy
 from ledger.actions.retractions import Selection, retract_batch
@@ -138,6 +139,12 @@ def world(make_person: Callable[..., User]) -> World:
         actor=Actor.for_user(admin_person),
     ).endpoint
     delivery = send_test_event(endpoint=hook, actor=Actor.for_user(admin_person))
+    # Support's erasure of uma, waiting for an admin: approving it erases her for real.
+    erasure_request = request_erasure(
+        subject=Subject.objects.get(ref=SUBJECT),
+        actor=Actor.for_user(User.objects.get(username="sam")),
+        reason="Uma, by phone, ticket 1.",
+    )
     reminder = Reminder.objects.create(
         memory=memory,
         kind=Reminder.Kind.REVIEW,
@@ -167,6 +174,7 @@ def world(make_person: Callable[..., User]) -> World:
         "subject_pk": str(Subject.objects.get(ref=SUBJECT).pk),
         "webhook": str(hook.pk),
         "delivery": str(delivery.pk),
+        "erasure_request": str(erasure_request.pk),
     }
     # A new client for every request: a POST to the logout URL must not sign out the next.
     clients: dict[str, Callable[[], Client]] = {
@@ -412,6 +420,23 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "/audit/erasures/",
         "302 404 404 404 200 302 302 302",
         "302 404 404 404 405 302 302 302",
+    ),
+    # Only admins decide support's erasure requests. An empty approval erases (and answers
+    # with a redirect); an empty decline is refused: it must say why.
+    "audit/erasure-requests/": (
+        "/audit/erasure-requests/",
+        "302 404 404 404 200 302 302 302",
+        "302 404 404 404 405 302 302 302",
+    ),
+    "audit/erasure-requests/<int:pk>/approve/": (
+        "/audit/erasure-requests/{erasure_request}/approve/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 302 302 302 302",
+    ),
+    "audit/erasure-requests/<int:pk>/decline/": (
+        "/audit/erasure-requests/{erasure_request}/decline/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 400 302 302 302",
     ),
     "audit/export.csv": (
         "/audit/export.csv",

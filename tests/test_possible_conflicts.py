@@ -428,13 +428,16 @@ def test_a_memory_in_the_commitments_words_but_other_capitals_is_no_conflict_to_
 
 @pytest.mark.parametrize("by", ["person", "agent"])
 def test_a_correction_into_words_against_a_commitment_opens_a_possible_conflict(
-    api: APIClient, make_person: Callable[..., Any], agent: Any, by: str
+    api: APIClient, make_person: Callable[..., Any], by: str
 ) -> None:
     dana = make_person("dana", subject=SUBJECT)
     write(api, EMAIL)
     commit(api, NEVER_PHONE)
     assert not Conflict.objects.open().exists()
-    actor = Actor.for_user(dana) if by == "person" else Actor.for_agent(agent)
+    # The agent that wrote the memory: an agent corrects only its own writes by default.
+    writer = Memory.objects.get(statement=EMAIL).agent
+    assert writer is not None
+    actor = Actor.for_user(dana) if by == "person" else Actor.for_agent(writer)
     new = correct_memory(
         memory=Memory.objects.get(statement=EMAIL),
         actor=actor,

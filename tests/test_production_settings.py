@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
+from io import StringIO
 from pathlib import Path
 from smtplib import SMTPException
 from typing import Any
@@ -16,18 +17,31 @@ import pytest
 from django.contrib.auth.models import User
 from django.core import mail
 from django.core.mail import EmailMessage
+from django.core.management import CommandError, call_command
+from django.db import connection
 from django.test import Client
+from rest_framework.test import APIClient
 
+from ledger.actions.agents import create_agent, revoke_agent
+from ledger.actions.people import create_person
+from ledger.actors import Actor
 from ledger.delivery.mail import NoEmailBackend
-from ledger.models import Memory
+from ledger.keys import known_key
+from ledger.models import Agent, Memory
+from ledger.rules.demo import DEMO_KEY, DEMO_PASSWORD
 from ledger.tasks import send_reminders
 from tests.conftest import SUBJECT, signed_in
 
 ROOT = Path(__file__).resolve().parent.parent
+SYSTEM = Actor.system("test")
 PRODUCTION = {
     "DEBUG": "0",
     "SECRET_KEY": "production-like-key-" + "k7Qx9" * 12,
     "DATABASE_URL": "postgres://postgres@127.0.0.1:5432/memoryadmin",
+    # No pool: the demo check's query fails at once on a database that is not there,
+    # instead of after the pool's wait.
+    "DATABASE_POOL": "0",
+    "MEMORYADMIN_AUDIT_KEY": "audit-key-" + "p3Rw8" * 8,
     "ALLOWED_HOSTS": "memory.example.com",
     "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
     "EMAIL_HOST": "smtp.example.com",
@@ -131,3 +145,59 @@ def test_with_e_mail_off_reminders_stay_on_the_page_and_none_is_e_mailed(
 def test_with_e_mail_off_a_message_is_refused_as_not_sent() -> None:
     with pytest.raises(SMTPException, match="MEMORYADMIN_EMAIL=0"):
         NoEmailBackend().send_messages([EmailMessage("Hello", "Body", to=["a@example.com"])])
+
+
+def database_url() -> str:
+    """The test database, for a ``manage.py`` run in another process to read."""
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_demo_key_fails_the_deployment_checks_until_it_is_revoked() -> None:
+    agent, _ = create_agent(
+        name="demo-assistant", scopes=["read"], actor=SYSTEM, key=known_key(DEMO_KEY)
+    )
+    ran = check_deploy(DATABASE_URL=database_url())
+    assert ran.returncode != 0
+    assert "(memoryadmin.E002) The demo's published API key opens this deployment." in ran.stderr
+    assert "manage.py revoke_agent_key demo-assistant" in ran.stderr
+
+    revoke_agent(agent=agent, actor=SYSTEM, reason="The demo's key.")
+    ran = check_deploy(DATABASE_URL=database_url())
+    assert ran.returncode == 0, ran.stderr
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_demo_password_fails_the_deployment_checks(settings: Any) -> None:
+    # Hashed as a deployment hashes it, so the check's process can verify it.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.PBKDF2PasswordHasher"]
+    for username in ("sam", "ada"):
+        create_person(username=username, password=DEMO_PASSWORD, role="support", actor=SYSTEM)
+    ran = check_deploy(DATABASE_URL=database_url())
+    assert ran.returncode != 0
+    # Only the demo's usernames are tried: a password check is slow by design.
+    assert "(memoryadmin.E003) The demo's published password still signs in as sam." in (ran.stderr)
+    assert "create_person NAME --update" in ran.stderr
+
+
+@pytest.mark.django_db
+def test_the_demo_is_not_loaded_without_debug(settings: Any) -> None:
+    settings.DEBUG = False
+    with pytest.raises(CommandError, match="runs only with DEBUG on: DEBUG=1 manage.py seed_demo"):
+        call_command("seed_demo", stdout=StringIO())
+    assert not Agent.objects.exists() and not User.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_api_refuses_the_demo_key_without_debug(settings: Any) -> None:
+    create_agent(name="demo-assistant", scopes=["read"], actor=SYSTEM, key=known_key(DEMO_KEY))
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {DEMO_KEY}")
+    settings.DEBUG = False
+    refused = client.get("/api/v1/tools")
+    assert refused.status_code == 401
+    assert "This is the demo's published API key" in refused.json()["detail"]
+    assert "works only with DEBUG on" in refused.json()["detail"]
+    settings.DEBUG = True
+    assert client.get("/api/v1/tools").status_code == 200

@@ -23,6 +23,7 @@ import pytest
 import redis
 import time_machine
 from django.db import connection
+from rest_framework.test import APIClient
 
 from ledger.actions.agents import create_agent
 from ledger.actors import Actor
@@ -32,6 +33,7 @@ from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
 ROOT = Path(__file__).resolve().parent.parent
 URL = "/api/v1/memories"
 RECALL = f"/api/v1/subjects/{SUBJECT}/recall"
+TOOLS = "/api/v1/tools"
 TEST_REDIS = TEST_REDIS_URL
 # Mid-window, so no test straddles two windows.
 NOON = datetime(2026, 11, 2, 12, 0, 10, tzinfo=UTC)
@@ -250,3 +252,58 @@ def test_200_concurrent_writes_against_a_limit_of_50_accept_at_most_50(
     assert all(int(wait) > 0 for code, wait in answers if code == 429 and wait is not None)
     assert all(wait is not None for code, wait in answers if code == 429)
     assert Memory.objects.count() == codes[201]
+
+
+@pytest.mark.django_db
+def test_keys_that_do_not_work_are_limited_per_address(settings: Any) -> None:
+    settings.MEMORYADMIN_RATE_FAILED_KEYS = "20/min"
+    _, key = create_agent(name="real", scopes=["read"], actor=Actor.system("test"))
+    guesser = APIClient(REMOTE_ADDR="198.51.100.9")
+    neighbour = APIClient(REMOTE_ADDR="203.0.113.50")
+    with time_machine.travel(NOON, tick=False):
+        guesses = [
+            guesser.get(TOOLS, HTTP_AUTHORIZATION=f"Bearer ma_guess{n}_x").status_code
+            for n in range(20)
+        ]
+        over = guesser.get(TOOLS, HTTP_AUTHORIZATION="Bearer ma_guess20_x")
+        # Past the limit the address's keys are not looked at, a working one included.
+        blocked = guesser.get(TOOLS, HTTP_AUTHORIZATION=f"Bearer {key}")
+        # Another address is not held back by this one's guesses.
+        elsewhere = neighbour.get(TOOLS, HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert guesses == [401] * 20
+    assert over.status_code == 429 and blocked.status_code == 429
+    assert over["Retry-After"] == "50"
+    assert over.json() == {
+        "detail": "Too many requests with an API key that does not work: this address may "
+        "make 20 per minute (MEMORYADMIN_RATE_FAILED_KEYS). Nothing was checked or changed. "
+        "Try again in 50 seconds.",
+        "code": "rate_limited",
+    }
+    assert elsewhere.status_code == 200
+    with time_machine.travel(NOON + timedelta(minutes=1), tick=False):
+        assert guesser.get(TOOLS, HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
+
+
+@pytest.mark.django_db
+def test_failed_keys_are_counted_in_redis_when_it_is_configured(settings: Any) -> None:
+    settings.REDIS_URL = TEST_REDIS
+    # A day's window on the real clock: Redis expires keys by its own clock, not the test's.
+    settings.MEMORYADMIN_RATE_FAILED_KEYS = "3/day"
+    store = redis.Redis.from_url(TEST_REDIS)
+    for stale in store.scan_iter("memoryadmin:rate:address:198.51.100.9:*"):
+        store.delete(stale)
+    client = APIClient(REMOTE_ADDR="198.51.100.9")
+    codes = [client.get(TOOLS, HTTP_AUTHORIZATION="Bearer ma_x_y").status_code for _ in range(4)]
+    assert codes == [401, 401, 401, 429]
+    assert not RateCounter.objects.exists()
+    window = int(time.time()) // 86400 * 86400
+    assert store.get(f"memoryadmin:rate:address:198.51.100.9:failed-keys:{window}") == b"3"
+
+
+@pytest.mark.django_db
+def test_a_malformed_authorization_header_counts_as_a_failed_key(settings: Any) -> None:
+    settings.MEMORYADMIN_RATE_FAILED_KEYS = "2/min"
+    client = APIClient(REMOTE_ADDR="198.51.100.9")
+    with time_machine.travel(NOON, tick=False):
+        codes = [client.get(TOOLS, HTTP_AUTHORIZATION="Basic x").status_code for _ in range(3)]
+    assert codes == [401, 401, 429]

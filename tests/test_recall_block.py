@@ -94,7 +94,7 @@ def test_gated_hostile_statements_stay_quoted_inside_the_block(api: APIClient, r
 def test_imported_statements_with_line_breaks_cannot_break_out(api: APIClient, remember) -> None:
     remember("A genuine preference.")
     subject = Subject.objects.get(ref=SUBJECT)
-    memories = [
+    imported = [
         import_memory(
             subject=subject,
             kind="preference",
@@ -107,6 +107,14 @@ def test_imported_statements_with_line_breaks_cannot_break_out(api: APIClient, r
         )
         for n, statement in enumerate(IMPORTED_HOSTILE)
     ]
+    # The gate holds the ones that read as injections; a person confirms them knowingly.
+    memories = [
+        confirm_memory(memory=m, actor=Actor.system("test"), reason="Checked.")
+        if m.status == Memory.Status.PENDING
+        else m
+        for m in imported
+    ]
+    assert any(m.status == Memory.Status.PENDING for m in imported)
     response = api.get(URL, {"k": 20})
     block = response.json()["block"]
     assert_well_formed(block, [*memories, Memory.objects.get(statement="A genuine preference.")])

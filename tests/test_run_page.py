@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from ledger.actions.erasure import erase_subject
@@ -252,13 +253,25 @@ def test_an_erased_subjects_refusals_keep_no_reason(
     api, _ = api_agent
     accept(api)
     refuse(api)
+    run = Run.objects.get(ref="run_77")
     erase_subject(subject=Subject.objects.get(ref=SUBJECT), actor=Actor.system("test"))
 
-    page = signed_in(sam).get("/runs/run_77/").content.decode()
+    # The agent's name for the run may say whom it was about: it became an opaque id, and
+    # the run's page is found under that one alone.
+    run.refresh_from_db()
+    assert run.ref != "run_77"
+    support = signed_in(sam)
+    assert support.get("/runs/run_77/").status_code == 404
+    page = support.get(reverse("run", args=[run.ref])).content.decode()
 
     assert "Writes the gate refused (1)" in page
     assert "Reason removed by an erasure." in page
     assert "contact.phone" not in page and REFUSED not in page
+    # Nothing links to the old name: not the run's page, nor the subject's.
+    subject_page = support.get(f"/subjects/{SUBJECT}/").content.decode()
+    for html in (page, subject_page):
+        assert "run_77" not in html
+    assert reverse("run", args=[run.ref]) in subject_page
 
 
 def test_a_long_list_of_refusals_is_cut_and_says_how_many_more(

@@ -645,18 +645,79 @@ def test_an_internal_address_is_refused_at_registration(
     assert not WebhookEndpoint.objects.exists()
 
 
-def test_only_public_addresses_may_receive() -> None:
-    assert refused_address("93.184.215.14") is None
-    assert refused_address("2606:2800:21f:cb07:6820:80da:af6b:8b2c") is None
-    assert refused_address("127.0.0.1") == "loopback"
-    assert refused_address("::ffff:127.0.0.1") == "loopback"
-    assert refused_address("fe80::1%eth0") == "link-local"
-    assert refused_address("192.168.1.20") == "private"
-    assert refused_address("fd00::1") == "private"
+# Every form an address takes to reach a host, with what the refusal calls it (None: public).
+ADDRESSES = [
+    ("93.184.215.14", None),
+    ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", None),
+    ("127.0.0.1", "a loopback address"),
+    ("192.168.1.20", "a private address"),
+    ("fd00::1", "a private address"),
+    ("fe80::1%eth0", "a link-local address"),
     # Multicast counts as "global" to ipaddress, and is refused all the same.
-    assert refused_address("224.0.0.1") == "multicast"
-    assert refused_address("240.0.0.1") is not None
-    assert refused_address("100.64.0.1") is not None
+    ("224.0.0.1", "a multicast address"),
+    ("ff0e::1", "a multicast address"),
+    ("240.0.0.1", "a private address"),
+    ("100.64.0.1", "a non-public address"),
+    # IPv6 forms that lead to an IPv4 address are judged as the address they lead to.
+    ("::ffff:127.0.0.1", "an IPv4-mapped address of 127.0.0.1, a loopback address"),
+    ("::ffff:8.8.8.8", None),
+    ("::ffff:0:7f00:1", "an IPv4-translated address of 127.0.0.1, a loopback address"),
+    ("::ffff:0:808:808", None),
+    ("64:ff9b::a9fe:a9fe", "a NAT64 address of 169.254.169.254, a link-local address"),
+    ("64:ff9b::7f00:1", "a NAT64 address of 127.0.0.1, a loopback address"),
+    ("64:ff9b::a00:1", "a NAT64 address of 10.0.0.1, a private address"),
+    ("64:ff9b::808:808", None),
+    # Forms that are never a public destination, whatever they carry.
+    ("::127.0.0.1", "an IPv4-compatible address (carrying 127.0.0.1)"),
+    ("::8.8.8.8", "an IPv4-compatible address (carrying 8.8.8.8)"),
+    ("64:ff9b:1::808:808", "a local-use NAT64 address"),
+    ("2002:a9fe:a9fe::1", "a 6to4 address (carrying 169.254.169.254)"),
+    ("2002:808:808::1", "a 6to4 address (carrying 8.8.8.8)"),
+    ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "a Teredo address"),
+    ("fec0::1", "a site-local address"),
+    ("2001:db8::1", "a documentation address"),
+    ("3fff::1", "a documentation address"),
+]
+
+
+@pytest.mark.parametrize(("address", "kind"), ADDRESSES)
+def test_only_public_addresses_may_receive(address: str, kind: str | None) -> None:
+    assert refused_address(address) == kind
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("host", "words"),
+    [
+        ("64:ff9b::7f00:1", "64:ff9b::7f00:1 is a NAT64 address of 127.0.0.1, a loopback"),
+        ("::127.0.0.1", "::127.0.0.1 is an IPv4-compatible address (carrying 127.0.0.1)"),
+        ("::ffff:0:a9fe:a9fe", "::ffff:0:a9fe:a9fe is an IPv4-translated address of 169."),
+        ("2002:a00:1::1", "2002:a00:1::1 is a 6to4 address (carrying 10.0.0.1)"),
+        ("fec0::1", "fec0::1 is a site-local address"),
+    ],
+)
+def test_an_ipv6_form_of_an_internal_address_is_refused_at_registration(
+    admin: Client, settings: Any, host: str, words: str
+) -> None:
+    settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE = False
+    url = f"http://[{host}]/hooks"
+    response = admin.post(reverse("webhooks"), {"url": url, "events": ["memory.written"]})
+    assert response.status_code == 400
+    assert words in response.content.decode()
+    assert not WebhookEndpoint.objects.exists()
+
+
+@pytest.mark.django_db
+def test_an_ipv6_form_of_an_internal_address_is_not_sent_to(settings: Any) -> None:
+    # Registered while allowed (as a name that resolves elsewhere later would be).
+    hook = endpoint(url="http://[64:ff9b::a9fe:a9fe]/latest/meta-data/").endpoint
+    settings.MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE = False
+    delivery = send_test_event(endpoint=hook, actor=ADMIN)
+    assert deliver().failed == 1
+    delivery.refresh_from_db()
+    assert delivery.last_error.startswith(
+        "Not sent: 64:ff9b::a9fe:a9fe is a NAT64 address of 169.254.169.254, a link-local"
+    )
 
 
 @pytest.mark.django_db(transaction=True)

@@ -6,6 +6,7 @@ import hmac
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -29,6 +30,7 @@ from ledger.rules.agents import (
     refuse_taken_agent_name,
     refuse_without_scopes,
 )
+from ledger.rules.demo import DEMO_KEY_REFUSED, is_demo_key
 from ledger.rules.reasons import refuse_without_reason
 
 
@@ -173,6 +175,10 @@ def use_key(key: str, *, now: datetime) -> AgentKey:
     Every API request (and every MCP HTTP request) reads its key: the policy rides in the
     same statement, so a request that needs it (the recall cap, the write gate) pays no
     query for it."""
+    # The README prints the demo's key: a deployment that kept the demo's agent (check
+    # --deploy says so, if it is run) must not be opened with it.
+    if not settings.DEBUG and is_demo_key(key):
+        raise KeyRefused(DEMO_KEY_REFUSED)
     parts = split_key(key)
     row = (
         AgentKey.objects.select_related("agent")

@@ -3,6 +3,7 @@ goes, from the live rows and from their history, and a skeleton of what happened
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.db import models, transaction
@@ -19,28 +20,35 @@ from ledger.actors import Actor
 from ledger.models import (
     Conflict,
     Erasure,
+    ErasureRequest,
     IdempotencyRecord,
     JournalEntry,
     LedgerEntry,
     Memory,
     Recall,
     RecallItem,
+    RetractionBatch,
+    Run,
     RunNote,
     Snapshot,
     Source,
     Subject,
     WriteDecision,
 )
+from ledger.models.audit import MAC_FIELD
 from ledger.models.erasable import (
     ERASABLE,
     ERASED_REASON,
     REASON_REMOVED,
-    ErasedKey,
     blank_value,
     sources_about,
 )
+from ledger.models.history import stamp_mac
 from ledger.rules import webhooks
 from ledger.rules.people import checked_request
+
+# History rows rewritten per statement.
+HISTORY_BATCH = 500
 
 
 def erase_subject(
@@ -79,6 +87,12 @@ def erase_subject(
         )
         notes = list(RunNote.objects.select_for_update(of=("self",)).filter(run__subject=locked))
         conflicts = list(Conflict.objects.select_for_update().filter(subject=locked))
+        runs = list(Run.objects.select_for_update(of=("self",)).filter(subject=locked))
+        batches = list(
+            RetractionBatch.objects.select_for_update().filter(
+                ERASABLE[RetractionBatch].reach([locked.pk])
+            )
+        )
 
         for memory in memories:
             fields = _blank(memory)
@@ -101,8 +115,11 @@ def erase_subject(
             # share one slot.
             if conflict.status == Conflict.Status.OPEN:
                 close_conflict(conflict, actor=actor, reason=ERASED_REASON, now=now)
-        for row in [*sources, *journal, *notes]:
+        # A batch may also have taken memories about others: it keeps its count, who and
+        # when for them, and loses its reason and selection, which may quote this person.
+        for row in [*sources, *journal, *notes, *runs, *batches]:
             save_tracked(row, actor=actor, reason=ERASED_REASON, update_fields=_blank(row))
+        _overtake_requests(locked, actor=actor, now=now)
 
         fields = _blank(locked)
         if pause:
@@ -171,6 +188,22 @@ def erase_subject(
         return erasure
 
 
+def _overtake_requests(subject: Subject, *, actor: Actor, now: datetime) -> None:
+    """A request still waiting for an admin has nothing left to decide once the subject is
+    erased by another route (the person, an admin directly): it closes, saying so. An
+    approval marks its own request approved before it erases, so it is not among these."""
+    for request in ErasureRequest.objects.select_for_update().filter(subject=subject).waiting():
+        request.decision = ErasureRequest.Decision.OVERTAKEN
+        request.decided_by = actor.label
+        request.decided_at = now
+        save_tracked(
+            request,
+            actor=actor,
+            reason="Erased before an admin decided.",
+            update_fields=["decision", "decided_by", "decided_at"],
+        )
+
+
 def _blank(row: models.Model) -> list[str]:
     """Blank what erasure removes from a live row; the fields to save."""
     blank = ERASABLE[type(row)].blank
@@ -180,12 +213,20 @@ def _blank(row: models.Model) -> list[str]:
 
 
 def _blank_history(model: type[models.Model], where: Q, blank: dict[str, Any]) -> int:
-    """Blank ``blank`` in every history row of ``model`` matching ``where``; how many."""
-    rows = model.history.filter(where)  # type: ignore[attr-defined]
-    values = {
-        field: value.expression() if isinstance(value, ErasedKey) else value
-        for field, value in blank.items()
-    }
-    count: int = rows.update(**values)
-    rows.exclude(history_change_reason=ERASED_REASON).update(history_change_reason=REASON_REMOVED)
-    return count
+    """Blank ``blank`` in every history row of ``model`` matching ``where``; how many.
+
+    Each row gets the MAC of what it holds afterwards, made here (the application's word
+    for the rewritten row; ``ledger.models.audit``), so it is written row by row in bulk
+    rather than as one ``UPDATE`` the database could compute alone."""
+    rows = list(model.history.filter(where))  # type: ignore[attr-defined]
+    pk = model._meta.pk.attname
+    for row in rows:
+        for name, value in blank.items():
+            setattr(row, name, blank_value(value, getattr(row, pk)))
+        if row.history_change_reason != ERASED_REASON:
+            row.history_change_reason = REASON_REMOVED
+        stamp_mac(row)
+    history = model.history.model  # type: ignore[attr-defined]
+    fields = [*blank, "history_change_reason", MAC_FIELD]
+    history._default_manager.bulk_update(rows, fields, batch_size=HISTORY_BATCH)
+    return len(rows)

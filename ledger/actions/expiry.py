@@ -18,8 +18,10 @@ take, other rows.
 
 Each history row is the one ``save_tracked`` would have written through the ORM: every
 column of the row as the ``UPDATE`` left it, copied in SQL, and the columns only history
-has (``_history_values``), with the same actor, role, subject and reason. Rows written in
-SQL send no signal, so the batch asks for their sealing into the audit chain itself, as
+has (``_history_values``), with the same actor, role, subject and reason, and the MAC the
+ORM makes before it inserts (``ledger.models.audit``): made here in Python from the values
+the ``UPDATE`` returns, and joined in with the reasons. Rows written in SQL send no
+signal, so the batch asks for their sealing into the audit chain itself, as
 ``ledger.signals`` does for the ORM's. SQLite (``make run``) runs the same statements, with
 the batch's reasons in a ``VALUES`` list rather than two arrays: it has ``UPDATE …
 RETURNING`` and materialised CTEs, and no row locks, which its one worker does not need.
@@ -47,6 +49,7 @@ from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.dates import when
 from ledger.models import Conflict, LedgerEntry, Memory
+from ledger.models.audit import make_mac
 from ledger.rules import webhooks
 
 logger = logging.getLogger(__name__)
@@ -165,8 +168,10 @@ def _expire_batch(due: QuerySet[Any], *, now: datetime, size: int) -> list[Any]:
     statements; the ids of the rows expired, as the database returned them."""
     model = due.model
     connection = connections[due.db]
-    pk, expires_at = _field(model, "pk"), _field(model, "expires_at")
     version = _column(_field(model, "version"), connection)
+    # Every column as the UPDATE leaves it, read as the ORM would: what the MACs cover.
+    fields = model._meta.concrete_fields
+    readers = [_reader(field, connection) for field in fields]
     locked = due.select_for_update(skip_locked=True, no_key=True).order_by("expires_at", "pk")
     compiler = locked.values("pk")[:size].query.get_compiler(connection=connection)
     lock_sql, lock_params = compiler.as_sql()
@@ -180,8 +185,8 @@ def _expire_batch(due: QuerySet[Any], *, now: datetime, size: int) -> list[Any]:
             f"WITH due (pk) AS MATERIALIZED ({lock_sql})"
             f" UPDATE {connection.ops.quote_name(model._meta.db_table)}"
             f" SET {', '.join(assignments)}"
-            f" WHERE {_column(pk, connection)} IN (SELECT pk FROM due)"
-            f" RETURNING {_column(pk, connection)}, {_column(expires_at, connection)}",
+            f" WHERE {_column(_field(model, 'pk'), connection)} IN (SELECT pk FROM due)"
+            f" RETURNING {', '.join(_column(field, connection) for field in fields)}",
             [
                 *lock_params,
                 *(field.get_db_prep_save(value, connection) for field, value in changes),
@@ -190,15 +195,48 @@ def _expire_batch(due: QuerySet[Any], *, now: datetime, size: int) -> list[Any]:
         returned = cursor.fetchall()
         if not returned:
             return []
-        read = _reader(expires_at, connection)
-        expired = [(row_id, read(end)) for row_id, end in returned]
-        cursor.execute(*_history_insert(model, expired, connection))
+        rows = [
+            {
+                field.attname: read(value)
+                for field, read, value in zip(fields, readers, row, strict=True)
+            }
+            for row in returned
+        ]
+        stamped_at = timezone.now()
+        expired = _history_rows(model, rows, stamped_at)
+        cursor.execute(*_history_insert(model, expired, stamped_at, connection))
     seals.seal_after_commit(model.history.model._meta.db_table, due.db)
-    return [row_id for row_id, _ in expired]
+    # The ids as the database returned them (``_among`` binds them again; SQLite cannot
+    # bind the UUIDs they were read as for the MACs).
+    at = next(n for n, field in enumerate(fields) if field.primary_key)
+    return [row[at] for row in returned]
+
+
+def _history_rows(
+    model: type[models.Model], rows: list[dict[str, Any]], stamped_at: datetime
+) -> list[tuple[Any, str, str]]:
+    """Each expired row's id, with the reason and the MAC of its history row."""
+    history = model.history.model  # type: ignore[attr-defined]
+    pk = model._meta.pk.attname
+    whys = _reasons([row["expires_at"] for row in rows])
+    stamped = _stamped(stamped_at)
+    expired = []
+    for row, why in zip(rows, whys, strict=True):
+        version = {
+            **row,
+            **stamped,
+            "history_subject_id": row["subject_id"],
+            "history_change_reason": why,
+        }
+        expired.append((row[pk], why, make_mac(history, version)))
+    return expired
 
 
 def _history_insert(
-    model: type[models.Model], expired: list[tuple[Any, datetime]], connection: BaseDatabaseWrapper
+    model: type[models.Model],
+    expired: list[tuple[Any, str, str]],
+    stamped_at: datetime,
+    connection: BaseDatabaseWrapper,
 ) -> tuple[str, list[Any]]:
     """The expired rows' history as one ``INSERT … SELECT``, in the batch's order.
 
@@ -206,7 +244,7 @@ def _history_insert(
     history table is copied, or stops the sweep, rather than being left empty."""
     history = model.history.model  # type: ignore[attr-defined]
     copied = {field.attname: _column(field, connection) for field in model._meta.concrete_fields}
-    own = _history_values(history, copied, connection)
+    own = _history_values(history, copied, connection, stamped_at)
     columns, values, params = [], [], []
     for field in history._meta.concrete_fields:
         if field.primary_key:
@@ -226,7 +264,7 @@ def _history_insert(
     reasons, reason_params = _reason_table(pk, expired, connection)
     qn = connection.ops.quote_name
     return (
-        f"WITH reason (pk, why) AS ({reasons})"
+        f"WITH reason (pk, why, mac) AS ({reasons})"
         f" INSERT INTO {qn(history._meta.db_table)} ({', '.join(columns)})"
         f" SELECT {', '.join(values)} FROM {qn(model._meta.db_table)} tracked"
         f" JOIN reason ON tracked.{_column(pk, connection)} = reason.pk"
@@ -235,38 +273,62 @@ def _history_insert(
     )
 
 
-def _history_values(
-    history: type[models.Model], copied: dict[str, str], connection: BaseDatabaseWrapper
-) -> dict[str, tuple[str, list[Any]]]:
-    """What the ORM writes in the columns only history has, as SQL and its parameters:
-    simple-history's own, and the actor, role and subject ``ledger.signals`` stamps (from
-    the row's ``copied`` columns)."""
-    stamped = _field(history, "history_date").get_db_prep_value(timezone.now(), connection)
+def _stamped(stamped_at: datetime) -> dict[str, Any]:
+    """The columns only history has that are the same for the whole batch: simple-history's
+    own, and the actor and role ``ledger.signals`` stamps."""
     return {
-        "history_date": ("%s", [stamped]),
-        "history_type": ("%s", ["~"]),
-        "history_actor": ("%s", [EXPIRY.label]),
-        "history_role": ("%s", [EXPIRY.role]),
+        "history_date": stamped_at,
+        "history_type": "~",
+        "history_actor": EXPIRY.label,
+        "history_role": EXPIRY.role,
+    }
+
+
+def _history_values(
+    history: type[models.Model],
+    copied: dict[str, str],
+    connection: BaseDatabaseWrapper,
+    stamped_at: datetime,
+) -> dict[str, tuple[str, list[Any]]]:
+    """What the ORM writes in the columns only history has, as SQL and its parameters: the
+    batch's (``_stamped``, the values its MACs were made over), the subject from the row's
+    ``copied`` columns, and each row's reason and MAC from the joined table."""
+    stamped = _stamped(stamped_at)
+    when = _field(history, "history_date").get_db_prep_value(stamped_at, connection)
+    return {
+        "history_date": ("%s", [when]),
+        "history_type": ("%s", [stamped["history_type"]]),
+        "history_actor": ("%s", [stamped["history_actor"]]),
+        "history_role": ("%s", [stamped["history_role"]]),
         # The system is no user.
         "history_user_id": ("NULL", []),
         "history_subject_id": (f"tracked.{copied['subject_id']}", []),
         "history_change_reason": ("reason.why", []),
+        "history_mac": ("reason.mac", []),
     }
 
 
 def _reason_table(
     pk: models.Field[Any, Any],
-    expired: list[tuple[Any, datetime]],
+    expired: list[tuple[Any, str, str]],
     connection: BaseDatabaseWrapper,
 ) -> tuple[str, list[Any]]:
-    """Each expired row's id and reason, as a table to join: two array parameters on
+    """Each expired row's id, reason and MAC, as a table to join: three array parameters on
     PostgreSQL, whatever the batch's size; a ``VALUES`` list elsewhere (SQLite)."""
-    ids = [row_id for row_id, _ in expired]
-    whys = _reasons([end for _, end in expired])
     if connection.vendor == "postgresql":
-        return f"SELECT * FROM unnest(%s::{pk.db_type(connection)}[], %s::text[])", [ids, whys]
-    pairs = ", ".join(["(%s, %s)"] * len(ids))
-    return f"VALUES {pairs}", [value for pair in zip(ids, whys, strict=True) for value in pair]
+        ids, whys, macs = (list(column) for column in zip(*expired, strict=True))
+        return (
+            f"SELECT * FROM unnest(%s::{pk.db_type(connection)}[], %s::text[], %s::text[])",
+            [ids, whys, macs],
+        )
+    rows = ", ".join(["(%s, %s, %s)"] * len(expired))
+    # Each id as the column holds it: the ids were read back as the ORM reads them (a UUID),
+    # which SQLite cannot bind.
+    return f"VALUES {rows}", [
+        value
+        for row_id, why, mac in expired
+        for value in (pk.get_db_prep_value(row_id, connection), why, mac)
+    ]
 
 
 def _reasons(ends: list[datetime]) -> list[str]:

@@ -26,6 +26,7 @@ from ledger.actions.sources import SourceInput, add_source
 from ledger.actors import Actor
 from ledger.models import Agent, Memory, Policy, Subject, WriteDecision
 from ledger.rules.gate import review_date_for
+from ledger.rules.holds import hold_for_text
 from ledger.rules.text import normalize_statement
 
 SKIPPED = "skipped"
@@ -150,10 +151,12 @@ def import_memory(
     """One memory as the older store had it.
 
     Unlike the gate, this keeps dates in the past: a memory already past its expiry
-    arrives expired, so it is never served.
+    arrives expired, so it is never served. Like the gate, it holds words unsafe to hand
+    an assistant pending, for a person's review (``hold_for_text``).
     """
     now = timezone.now()
     expired = expires_at is not None and expires_at <= now
+    hold = hold_for_text(statement)
     current = Policy.current()
     with transaction.atomic():
         memory = Memory(
@@ -163,15 +166,20 @@ def import_memory(
             statement=statement,
             normalized=normalize_statement(statement),
             basis=basis,
-            status=Memory.Status.EXPIRED if expired else Memory.Status.ACTIVE,
+            status=Memory.Status.EXPIRED
+            if expired
+            else Memory.Status.PENDING
+            if hold
+            else Memory.Status.ACTIVE,
             written_at=written_at,
-            confirmed_at=written_at,
+            confirmed_at=None if hold else written_at,
             expires_at=expires_at,
             review_at=review_date_for(current, kind=kind, now=written_at),
             policy_version=current.version,
             status_changed_at=now if expired else None,
         )
-        save_tracked(memory, actor=actor, reason="Imported with its original dates.")
+        held = f" {hold.reason}" if hold else ""
+        save_tracked(memory, actor=actor, reason=f"Imported with its original dates.{held}")
         add_source(
             data=source, agent=None, subject=subject, now=written_at, actor=actor, memory=memory
         )

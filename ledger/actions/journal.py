@@ -41,7 +41,11 @@ class IntentResult:
 def journal_intent(
     *, agent: Agent, run: Run, idempotency_key: str, action: str, intent: dict[str, Any]
 ) -> IntentResult:
-    """Record an intent once per (agent, key). A repeat returns the first entry untouched."""
+    """Record an intent once per (agent, key). A repeat returns the first entry untouched.
+    Only in the agent's own run: a journal is its agent's record of its own side effects,
+    whatever the write policy says of what agents write about a subject."""
+    if run.agent_id != agent.pk:
+        raise RunOfAnotherAgent(run.ref)
     existing = JournalEntry.objects.filter(agent=agent, idempotency_key=idempotency_key).first()
     if existing is not None:
         return IntentResult(existing, created=False)

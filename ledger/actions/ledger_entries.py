@@ -2,7 +2,9 @@
 
 An entry's fact is kept verbatim. Immutable entries are never edited: they are
 superseded by a successor, or nothing. A proposal becomes a commitment only by
-promotion with the source of the person's agreement.
+promotion with the source of the person's agreement. An agent changes only the entries it
+recorded, unless its key or the write policy lets it change another's
+(``refuse_unless_own``).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
+from ledger.actions._ownership import refuse_unless_own
 from ledger.actions._tracking import save_tracked
 from ledger.actions.slots import open_commitment_conflicts, settle_possible_conflicts
 from ledger.actions.sources import SourceInput, add_source, run_for
@@ -69,6 +72,9 @@ def record_ledger_entry(
     return entry
 
 
+ENTRY = "This ledger entry"
+
+
 def _locked(entry: LedgerEntry) -> LedgerEntry:
     return LedgerEntry.objects.select_for_update().get(pk=entry.pk)
 
@@ -83,6 +89,7 @@ def promote_ledger_entry(
     now = timezone.now()
     with transaction.atomic():
         locked = _locked(entry)
+        refuse_unless_own(actor=actor, writer_id=locked.agent_id, what=ENTRY)
         refuse_unless_proposal(locked.kind)
         refuse_ledger_move(locked.status, LedgerMove.PROMOTE)
         refuse_if_stale(locked, now, "promoted")
@@ -120,6 +127,7 @@ def supersede_ledger_entry(
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         old = _locked(entry)
+        refuse_unless_own(actor=actor, writer_id=old.agent_id, what=ENTRY)
         refuse_ledger_move(old.status, LedgerMove.SUPERSEDE)
         if old.kind == LedgerEntry.Kind.PROPOSAL and kind == LedgerEntry.Kind.COMMITMENT:
             raise Refusal(
@@ -171,6 +179,7 @@ def edit_ledger_entry(
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
+        refuse_unless_own(actor=actor, writer_id=locked.agent_id, what=ENTRY)
         refuse_if_immutable(locked, "edited")
         refuse_ledger_move(locked.status, LedgerMove.EDIT)
         # Past its date it is no longer in force: extending it in place would revive it.
@@ -208,6 +217,7 @@ def withdraw_ledger_entry(*, entry: LedgerEntry, agent: Agent, reason: str) -> L
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         locked = _locked(entry)
+        refuse_unless_own(actor=actor, writer_id=locked.agent_id, what=ENTRY)
         refuse_if_immutable(locked, "withdrawn")
         refuse_ledger_move(locked.status, LedgerMove.WITHDRAW)
         locked.status = LedgerEntry.Status.WITHDRAWN

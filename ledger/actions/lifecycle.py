@@ -14,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ledger import access
+from ledger.actions._ownership import refuse_unless_own
 from ledger.actions._reasons import refuse_missing_reason
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import clear_reminders, reopen_reminders
@@ -21,7 +22,7 @@ from ledger.actions.slots import lock_slot, open_possible_conflicts, refresh_con
 from ledger.actions.sources import SourceInput, add_source
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
-from ledger.choices import StatedBy
+from ledger.choices import CORRECTIONS, StatedBy
 from ledger.models import Memory, Policy, Source
 from ledger.rules import webhooks
 from ledger.rules.gate import (
@@ -31,7 +32,13 @@ from ledger.rules.gate import (
     review_date_for,
     successor_expiry,
 )
-from ledger.rules.holds import held_for_review, hold_for, refuse_unheld_change
+from ledger.rules.holds import (
+    held_for_review,
+    hold_for,
+    hold_for_text,
+    refuse_confirming_own_held_words,
+    refuse_unheld_change,
+)
 from ledger.rules.memories import (
     MemoryMove,
     refuse_memory_move,
@@ -74,7 +81,10 @@ def correct_memory(
 
     A correction by a person (or by the system on their behalf) is a statement. An agent's
     correction is a write like any other: refused while memory is paused, stated only when
-    its source is the person's own message, and a guess stays pending until corroborated.
+    its source is the person's own message, and a guess stays pending until corroborated;
+    it may correct only what it wrote, unless its key or the write policy lets it correct
+    another's (``refuse_unless_own``). Whoever writes them, words unsafe to hand an
+    assistant land pending for someone else's review (``hold_for_text``).
     Support or an admin must say why (``reason``); the person need not.
     """
     now = timezone.now()
@@ -86,6 +96,7 @@ def correct_memory(
         refuse_memory_move(old.status, MemoryMove.CORRECT)
         by_agent = actor.agent is not None
         current = Policy.current()
+        refuse_unless_own(actor=actor, writer_id=old.agent_id, what="This memory", in_force=current)
         source = source or SourceInput(kind=Source.Kind.OPERATOR, ref=f"{CORRECTION_REF}{old.pk}")
         if by_agent:
             # A correction takes the memory it replaces out of use at once, pending or not:
@@ -117,14 +128,17 @@ def correct_memory(
             stated_by = StatedBy.PERSON
         else:
             stated_by = StatedBy.CORRECTION if by_person else StatedBy.SUPPORT_CORRECTION
-        # What holds an agent's write holds its correction: an admin's restriction, poisoned text.
+        # What holds an agent's write holds its correction: an admin's restriction, poisoned
+        # text. Poisoned text is held whoever types it: a person's words reach the assistant
+        # as verbatim as an agent's, and a pasted instruction is no safer for being pasted
+        # on the dashboard. Someone other than its writer confirms it (``confirm_memory``).
         hold = (
             hold_for(actor.agent, basis=basis, source_kind=source.kind, statement=statement)
             if actor.agent
-            else None
+            else hold_for_text(statement)
         )
-        pending = by_agent and (
-            hold is not None or needs_corroboration(current, basis=basis, agents=1)
+        pending = hold is not None or (
+            by_agent and needs_corroboration(current, basis=basis, agents=1)
         )
         new = Memory(
             subject=old.subject,
@@ -221,8 +235,11 @@ def _merge_correction(
         memory=merged,
     )
     said = f"{CORRECTION_SAID_SO}{reason}"
-    if actor.agent is None and (
-        merged.status == Memory.Status.PENDING or merged.basis == Memory.Basis.INFERRED
+    # Words held for review stay held: saying them again is no review of them.
+    if (
+        actor.agent is None
+        and hold_for_text(merged.statement) is None
+        and (merged.status == Memory.Status.PENDING or merged.basis == Memory.Basis.INFERRED)
     ):
         # The correction's ``memory.corrected`` carries ``into`` as it now is, confirmed.
         merged = confirm_memory(memory=merged, actor=actor, reason=said, announce=False)
@@ -304,6 +321,8 @@ def retract_memory(*, memory: Memory, actor: Actor, reason: str, announce: bool 
     files all of its memories' events in one statement, but takes every other step here.
     """
     refuse_unheld_change(actor.agent, what="a deletion")
+    # Who wrote a memory never changes: the unlocked row answers as well as the locked one.
+    refuse_unless_own(actor=actor, writer_id=memory.agent_id, what="This memory")
     if not reason.strip() and _by_person(actor, memory):
         reason = DELETED_BY_PERSON
     with transaction.atomic():
@@ -327,7 +346,9 @@ def confirm_memory(
 
     Confirmed by anyone but the person it is about (support, say, after a phone call), it
     is recorded as support's confirmation, and never shown as the person's; they must say
-    why (``reason``), the person need not.
+    why (``reason``), the person need not. Words held for review are confirmed by someone
+    other than whoever wrote them: the person's own held correction by support, support's
+    by the person or another member of staff.
     ``announce=False``: a correction merged into it tells receivers with its own event.
     """
     now = timezone.now()
@@ -336,9 +357,22 @@ def confirm_memory(
         refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
         refuse_memory_move(locked.status, MemoryMove.CONFIRM)
         current = Policy.current()
+        refuse_unless_own(
+            actor=actor, writer_id=locked.agent_id, what="This memory", in_force=current
+        )
         by_person = actor.user is not None and access.acts_for_person(actor.user, locked.subject)
+        held = held_for_review(status=locked.status, statement=locked.statement)
+        if held:
+            refuse_confirming_own_held_words(
+                held=held,
+                written_by=_written_by(locked),
+                confirmer=actor.label,
+                by_person=by_person,
+            )
         confirmed_by = StatedBy.CONFIRMATION if by_person else StatedBy.SUPPORT_CONFIRMATION
-        if locked.status == Memory.Status.PENDING:
+        # A correction held for its words stays its writer's words when staff let it through.
+        staff_review = locked.stated_by in CORRECTIONS and not by_person
+        if locked.status == Memory.Status.PENDING and not staff_review:
             # A statement held pending (its agent was restricted) was only the agent's claim:
             # from now on it is the word of whoever confirmed it.
             locked.stated_by = confirmed_by
@@ -392,6 +426,13 @@ def answer_question(*, memory: Memory, actor: Actor, right: bool, reason: str = 
     return retract_memory(memory=memory, actor=actor, reason=reason)
 
 
+def _written_by(memory: Memory) -> str:
+    """Who wrote the memory, as its history names them (``Actor.label``): the actor of its
+    first history row."""
+    first = memory.history.filter(history_type="+").order_by("history_date", "history_id")
+    return first.values_list("history_actor", flat=True).first() or ""
+
+
 def _by_person(actor: Actor, memory: Memory) -> bool:
     """Whether the person the memory is about makes this change themselves."""
     return actor.user is not None and access.acts_for_person(actor.user, memory.subject)
@@ -417,6 +458,7 @@ def renew_memory(
         locked = lock_slot(memory)
         refuse_missing_reason(actor=actor, subject=locked.subject, reason=reason)
         refuse_memory_move(locked.status, MemoryMove.RENEW)
+        refuse_unless_own(actor=actor, writer_id=locked.agent_id, what="This memory")
         refuse_permanent_guess(basis=locked.basis, expires_at=expires_at)
         if locked.status == Memory.Status.EXPIRED:
             locked.status = Memory.Status.ACTIVE

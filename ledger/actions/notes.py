@@ -1,4 +1,7 @@
-"""Run notes: small keyed notes an agent keeps outside its context window."""
+"""Run notes: small keyed notes an agent keeps outside its context window.
+
+A run's notes are its agent's working state, whatever the write policy says of what agents
+write about a subject: another agent's run is as good as missing (404), as the API answers."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ NOTES_PER_RUN_MAX = 200
 
 def write_note(*, run: Run, agent: Agent, key: str, value: str) -> tuple[RunNote, bool]:
     """Set ``key`` to ``value``, overwriting; history keeps the earlier values."""
+    _refuse_others_run(run, agent)
     actor = Actor.for_agent(agent)
     with transaction.atomic():
         # Locking the run serialises writers, so the count and the overwrite cannot race.
@@ -39,8 +43,14 @@ def write_note(*, run: Run, agent: Agent, key: str, value: str) -> tuple[RunNote
 
 
 def delete_note(*, run: Run, agent: Agent, key: str) -> None:
+    _refuse_others_run(run, agent)
     with transaction.atomic():
         note = RunNote.objects.select_for_update().filter(run=run, key=key).first()
         if note is None:
             raise Refusal("not_found", f"This run has no note '{key}'.", status=404)
         delete_tracked(note, actor=Actor.for_agent(agent), reason="Note deleted.")
+
+
+def _refuse_others_run(run: Run, agent: Agent) -> None:
+    if run.agent_id != agent.pk:
+        raise Refusal("not_found", f"You have no run '{run.ref}'.", status=404)

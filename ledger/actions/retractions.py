@@ -22,6 +22,7 @@ from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from ledger.actions._ownership import refuse_unless_all_own
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import move_memory, retract_memory
 from ledger.actions.slots import lock_slot
@@ -166,7 +167,9 @@ def retract_batch(
     """Delete every memory the selection takes, in one transaction, as one batch.
 
     ``expected`` is the count the person previewed: a selection that has changed since is
-    refused rather than taking what they did not see.
+    refused rather than taking what they did not see. An agent's batch that would take any
+    memory another agent or a person wrote is refused as a whole, unless its key or the
+    write policy lets it change others' writes (``refuse_unless_all_own``).
     """
     reason = reason.strip()
     refuse_unheld_change(actor.agent, what="a batch deletion")
@@ -178,6 +181,9 @@ def retract_batch(
         # batches over the same subjects queue up instead of deadlocking.
         targets = list(chosen.order_by("subject_id", "pk")[: RETRACTION_BATCH_MAX + 1])
         refuse_batch_size(len(targets), expected=expected)
+        refuse_unless_all_own(
+            actor=actor, writer_ids=[t.agent_id for t in targets], what="This batch deletion"
+        )
         batch = RetractionBatch(
             id=uuid.uuid4(),
             selection=selection.as_json(),
@@ -240,6 +246,11 @@ def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoRepo
         refuse_undone_twice(locked.undone_at)
         report = UndoReport(batch=locked)
         items = locked.items.select_related("memory").order_by("memory__subject_id", "memory_id")
+        refuse_unless_all_own(
+            actor=actor,
+            writer_ids=[item.memory.agent_id for item in items],
+            what="Undoing this batch deletion",
+        )
         why = f"Batch {locked.pk} undone: {reason}"
         for item in items:
             memory = lock_slot(item.memory)

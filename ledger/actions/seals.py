@@ -3,6 +3,13 @@
 A commit that wrote chained rows queues one sealer for its tables (``seal_after_commit``);
 the beat's pass seals whatever a queue missed, and ``verify_audit`` everything left. Seals
 are written to their own append-only table, so the history tables need no UPDATE.
+
+A history row whose MAC does not vouch for it (``ledger.models.audit``: the application
+did not write it as it stands) is never sealed: sealing would put the chain's word behind
+a row the database role made. It is passed over, left unsealed, and logged;
+``verify_audit`` names it. Each pass of every table (the beat's, ``verify_audit``'s) ends
+by recording a signed checkpoint of the chains' heads outside the database
+(``ledger.actions.checkpoints``).
 """
 
 from __future__ import annotations
@@ -19,9 +26,11 @@ from django.db import IntegrityError, connections, transaction
 from django.db.models import Q, Subquery
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
+from ledger.actions import checkpoints
+from ledger.delivery import broker
 from ledger.models import AuditSeal
+from ledger.models.audit import MAC_FIELD, mac_problem
 from ledger.reads.audit_chain import (
     Chain,
     Finding,
@@ -79,11 +88,15 @@ def seal_batch(chain: Chain, *, late_since: datetime | None = None, using: str =
     queues does only this); with ``late_since``, also for rows written since then that
     committed after a later row was sealed (the beat task's pass).
     """
+    return len(_seal(chain, _waiting(chain, late_since, using), using).seals)
+
+
+def _waiting(chain: Chain, late_since: datetime | None, using: str) -> Q:
     highest = sealed(chain, using).order_by("-row_id").values("row_id")[:1]
     wanted = Q(**{f"{chain.row_id}__gt": Coalesce(Subquery(highest), 0)})
     if late_since is not None:
         wanted |= Q(**{f"{chain.date}__gte": late_since})
-    return len(_seal(chain, wanted, using))
+    return wanted
 
 
 def seal_table(chain: Chain) -> int:
@@ -91,38 +104,58 @@ def seal_table(chain: Chain) -> int:
     after, total = 0, 0
     while True:
         # Walking up the ids keeps each batch's search to the rows not yet looked at.
-        seals = _seal(chain, Q(**{f"{chain.row_id}__gt": after}), "default")
-        total += len(seals)
-        if len(seals) < SEAL_BATCH:
+        done = _seal(chain, Q(**{f"{chain.row_id}__gt": after}), "default")
+        total += len(done.seals)
+        if done.looked_at < SEAL_BATCH:
             return total
-        after = seals[-1].row_id
+        after = done.last_row_id
 
 
-def _seal(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
+@dataclass
+class _Pass:
+    """One batch: the seals made, and how far it looked (rows refused included)."""
+
+    seals: list[AuditSeal] = field(default_factory=list)
+    looked_at: int = 0
+    last_row_id: int = 0
+
+
+def _seal(chain: Chain, wanted: Q, using: str) -> _Pass:
     try:
         with transaction.atomic(using=using):
             if not _take_sealer_lock(chain, using):
-                return []
-            seals = _next_seals(chain, wanted, using)
-            AuditSeal.objects.using(using).bulk_create(seals)
-            return seals
+                return _Pass()
+            done = _next_seals(chain, wanted, using)
+            AuditSeal.objects.using(using).bulk_create(done.seals)
+            return done
     except IntegrityError:
         # Another sealer took these seqs first (SQLite has no advisory lock): its seals
         # stand, and these rows are left to the next pass.
-        return []
+        return _Pass()
 
 
-def _next_seals(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
+def _next_seals(chain: Chain, wanted: Q, using: str) -> _Pass:
     last = sealed(chain, using).order_by("-seq").values("seq", "hash").first()
     rows = unsealed(chain, using).filter(wanted).order_by(chain.row_id)
     previous, seq = (last["hash"], last["seq"]) if last else ("", 0)
     now = timezone.now()
-    seals = []
-    for row in rows.values(*chain.columns)[:SEAL_BATCH]:
+    done = _Pass()
+    macs = _has_macs(chain)
+    for row in rows.values(*chain.columns, *macs)[:SEAL_BATCH]:
+        done.looked_at += 1
+        done.last_row_id = row[chain.row_id]
+        if macs and (problem := mac_problem(chain.model, row)):
+            logger.error(
+                "Not sealed: %s row %s: %s. verify_audit names it.",
+                chain.label,
+                row[chain.row_id],
+                problem,
+            )
+            continue
         seq += 1
         digest = digest_of(chain, row)
         previous = hash_of(chain, previous, row, digest)
-        seals.append(
+        done.seals.append(
             AuditSeal(
                 table=chain.table,
                 row_id=row[chain.row_id],
@@ -132,7 +165,14 @@ def _next_seals(chain: Chain, wanted: Q, using: str) -> list[AuditSeal]:
                 sealed_at=now,
             )
         )
-    return seals
+    return done
+
+
+def _has_macs(chain: Chain) -> tuple[str, ...]:
+    """The MAC column, for a table that has one (history; people's changes and erasures'
+    records are their own rows, written by the application alone)."""
+    names = {f.attname for f in chain.model._meta.concrete_fields}
+    return (MAC_FIELD,) if MAC_FIELD in names else ()
 
 
 def seal_pending(*, full: bool = False, max_batches: int = 100) -> int:
@@ -143,12 +183,15 @@ def seal_pending(*, full: bool = False, max_batches: int = 100) -> int:
     above the highest sealed one and of the last ``LATE_COMMIT``'s.
     """
     if full:
-        return sum(seal_table(chain) for chain in chains())
-    late_since = timezone.now() - LATE_COMMIT
-    return sum(
-        _seal_batches(chain, late_since=late_since, using="default", max_batches=max_batches)
-        for chain in chains()
-    )
+        total = sum(seal_table(chain) for chain in chains())
+    else:
+        late_since = timezone.now() - LATE_COMMIT
+        total = sum(
+            _seal_batches(chain, late_since=late_since, using="default", max_batches=max_batches)
+            for chain in chains()
+        )
+    checkpoints.record_checkpoint()
+    return total
 
 
 def seal_written(tables: Iterable[str], *, using: str = "default", max_batches: int = 100) -> int:
@@ -166,12 +209,16 @@ def seal_written(tables: Iterable[str], *, using: str = "default", max_batches: 
 def _seal_batches(
     chain: Chain, *, late_since: datetime | None, using: str, max_batches: int
 ) -> int:
-    total = 0
+    total, after = 0, 0
     for _ in range(max_batches):
-        sealed = seal_batch(chain, late_since=late_since, using=using)
-        total += sealed
-        if sealed < SEAL_BATCH:
+        # Above the rows already looked at: rows refused for their MAC are not looked at
+        # again in this pass.
+        wanted = _waiting(chain, late_since, using) & Q(**{f"{chain.row_id}__gt": after})
+        done = _seal(chain, wanted, using)
+        total += len(done.seals)
+        if done.looked_at < SEAL_BATCH:
             break
+        after = done.last_row_id
     return total
 
 
@@ -228,26 +275,17 @@ def queue_sealer(tables: Iterable[str], *, using: str) -> None:
         return
     for table in due:
         _queued_until[(using, table)] = now + SEAL_DELAY_SECONDS
-    try:
-        # By name: the web process need not have imported the tasks module.
-        current_app.send_task(
-            SEAL_TASK,
-            (due, using),
-            countdown=SEAL_DELAY_SECONDS,
-            expires=SEAL_EXPIRES_SECONDS,
-            # One attempt: a write must not wait on a broker that is down.
-            retry=False,
-        )
-    except (KombuError, OSError) as error:
+    queued = broker.send(
+        SEAL_TASK,
+        (due, using),
+        countdown=SEAL_DELAY_SECONDS,
+        expires=SEAL_EXPIRES_SECONDS,
+        instead=f"the beat's pass seals the new rows of {', '.join(due)}; this process "
+        f"tries again in {SEAL_RETRY_SECONDS} seconds",
+    )
+    if not queued:
         for table in due:
             _queued_until[(using, table)] = now + SEAL_RETRY_SECONDS
-        logger.warning(
-            "The audit sealer could not be queued (%s): the beat's pass seals the new rows "
-            "of %s; this process tries again in %s seconds.",
-            error,
-            ", ".join(due),
-            SEAL_RETRY_SECONDS,
-        )
 
 
 class ChainDoesNotFollow(Exception):
@@ -276,4 +314,23 @@ def reseal(old: Chain, new: Chain) -> int:
             seal.digest = digest_of(new, rows[seal.row_id])
             seal.hash = previous = hash_of(new, previous, rows[seal.row_id], seal.digest)
         AuditSeal.objects.bulk_update(seals, ["digest", "hash"])
+    # Every hash of the table is new: the checkpoints before it no longer describe it. One
+    # of the chain as resealed starts afresh, once the upgrade's transaction commits (a
+    # failed upgrade keeps the old seals, which the old checkpoints still describe).
+    for entry in connections["default"].run_on_commit:
+        if isinstance(entry[1], _CheckpointAfterReseal):
+            entry[1].tables.add(new.table)
+            break
+    else:
+        transaction.on_commit(_CheckpointAfterReseal({new.table}))
     return check.checked
+
+
+@dataclass(eq=False)
+class _CheckpointAfterReseal:
+    """The tables one upgrade resealed, for the one checkpoint after it commits."""
+
+    tables: set[str]
+
+    def __call__(self) -> None:
+        checkpoints.record_checkpoint(resealed=tuple(sorted(self.tables)))

@@ -21,8 +21,8 @@ from celery import current_app
 from django.db import connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
+from ledger.delivery import broker
 from ledger.embeddings import (
     EmbeddingUnavailable,
     Vectors,
@@ -153,10 +153,9 @@ def queue(memory_ids: list[uuid.UUID], *, using: str) -> None:
         except EmbeddingUnavailable as error:
             logger.warning("New memories were not embedded (%s): the beat's pass will.", error)
         return
-    try:
-        current_app.send_task(EMBED_TASK, ([str(pk) for pk in memory_ids], using), retry=False)
-    except (KombuError, OSError) as error:
-        logger.warning("The embedder could not be queued (%s): the beat's pass embeds.", error)
+    broker.send(
+        EMBED_TASK, ([str(pk) for pk in memory_ids], using), instead="the beat's pass embeds them"
+    )
 
 
 def forget(memory_ids: QuerySet[Any, Any], *, using: str = "default") -> int:

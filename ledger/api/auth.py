@@ -1,10 +1,12 @@
 """Agents authenticate with ``Authorization: Bearer <key>``. People's sessions are not
-accepted here: the API is not a way around the dashboard's permissions."""
+accepted here: the API is not a way around the dashboard's permissions. An address that
+keeps sending keys that do not work is refused for a while (``throttling.count_failed_key``)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.http import Http404
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -12,8 +14,10 @@ from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
 from ledger.actions.agents import KeyRefused, use_key
+from ledger.api.throttling import count_failed_key, refuse_failing_address
 from ledger.keys import key_in_header
 from ledger.models import Agent, Policy, Run
+from ledger.signin import client_ip
 
 if TYPE_CHECKING:
     # rest_framework.views loads this module through the REST framework's settings, and
@@ -44,17 +48,27 @@ class AgentKeyAuthentication(authentication.BaseAuthentication):
         header = authentication.get_authorization_header(request).decode("latin-1")
         if not header:
             return None
+        address = client_address(request)
+        refuse_failing_address(address)
         key = key_in_header(header)
-        if key is None:
-            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <API key>'.")
         try:
+            if key is None:
+                raise KeyRefused("Use 'Authorization: Bearer <API key>'.")
             row = use_key(key, now=timezone.now())
         except KeyRefused as refused:
+            count_failed_key(address)
             raise exceptions.AuthenticationFailed(str(refused)) from None
         return AgentPrincipal(row.agent, Policy.read_from(row)), row.agent
 
     def authenticate_header(self, request: Request) -> str:
         return self.keyword
+
+
+def client_address(request: Request) -> str:
+    """The caller's address, as the sign-in limits count it: behind a proxy
+    (``BEHIND_PROXY``), the one the proxy saw."""
+    address = client_ip(request) if settings.BEHIND_PROXY else request.META.get("REMOTE_ADDR")
+    return address or "unknown"
 
 
 class HasAgentScope(permissions.BasePermission):

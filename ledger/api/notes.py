@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -75,13 +75,34 @@ class RunNotesView(APIView):
         )
 
 
+# The path's key, as NoteKeySerializer checks it: the schema states the same rule.
+NOTE_KEY = OpenApiParameter(
+    "key",
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": RunNote.KEY_MAX,
+        "pattern": NOTE_KEY_PATTERN.pattern,
+    },
+    OpenApiParameter.PATH,
+)
+
+
 class RunNoteView(APIView):
     idempotent_writes = ("put",)
     refusals = {"put": (409, 422)}
 
-    @extend_schema(request=NoteValueSerializer, responses={200: RunNoteSerializer})
+    @extend_schema(
+        parameters=[NOTE_KEY],
+        request=NoteValueSerializer,
+        responses={
+            200: OpenApiResponse(RunNoteSerializer, "The key's value, overwritten."),
+            201: OpenApiResponse(RunNoteSerializer, "A new key: the note is created."),
+        },
+    )
     def put(self, request: Request, ref: str, key: str) -> Response:
-        """Write a note, creating the run on first use (201), overwriting the key after (200)."""
+        """Write a note: a new key is created (201), one already there overwritten (200); the
+        run is created on its first use."""
         refused = bad_path(ref, key)
         if refused is not None:
             return refused
@@ -103,7 +124,7 @@ class RunNoteView(APIView):
 
         return idempotent(request, write)
 
-    @extend_schema(responses={204: None})
+    @extend_schema(parameters=[NOTE_KEY], request=None, responses={204: None})
     def delete(self, request: Request, ref: str, key: str) -> Response:
         """Delete one note. Deleting is naturally idempotent: a repeat is a 404."""
         run = own_run(request, ref)

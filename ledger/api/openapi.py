@@ -60,10 +60,12 @@ VALIDATION_ERROR = ResolvedComponent(  # type: ignore[no-untyped-call]
 DESCRIPTIONS = {
     "400": "Bad input: the fields that failed and why, or a request that could not be read.",
     "401": "No API key, or one that is not valid, revoked or past its rotation's grace period.",
-    "403": "The key lacks the scope this operation needs.",
+    "403": "The key lacks the scope this operation needs, or the write policy lets this "
+    "agent change only what it wrote (`not_your_write`).",
     "404": "Nothing with this reference that this key may see.",
     "409": "Refused in the current state of what it acts on: the detail says why.",
     "412": "`If-Match` names a version that is no longer current.",
+    "413": "The body is over the server's `DATA_UPLOAD_MAX_MEMORY_SIZE`: nothing was read.",
     "422": "Well formed, but refused by the checks: the detail says which.",
     "423": "Refused while memory is paused for this subject, or while an admin has paused "
     "or quarantined this agent.",
@@ -234,6 +236,9 @@ class ErrorsAutoSchema(AutoSchema):
             codes += ["401", "403", "429"]
         if self.method in WRITES or self._takes_query():
             codes.append("400")
+        if self.method in WRITES and self.get_request_serializer() is not None:
+            # Django refuses to read a body over its limit (ledger.api.errors).
+            codes.append("413")
         if "{" in self.path:
             codes.append("404")
         refusals: dict[str, tuple[int, ...]] = getattr(self.view, "refusals", {})

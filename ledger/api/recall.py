@@ -288,7 +288,8 @@ class SubjectRecallView(APIView):
 
 class RecallRecordSerializer(serializers.ModelSerializer[Recall]):
     agent = serializers.SlugRelatedField[Agent](slug_field="name", read_only=True)
-    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True)
+    # A recall made without naming a run has none.
+    run = serializers.SlugRelatedField[Run](slug_field="ref", read_only=True, allow_null=True)
     subject = serializers.SlugRelatedField[Subject](slug_field="ref", read_only=True)
     position = serializers.IntegerField(
         help_text="Where this memory stood in the recall, from 1; above k it was shown only "

@@ -1,5 +1,6 @@
-"""Per-agent limits on reads and writes, counted where every web process sees the same
-number: Redis (``REDIS_URL``) when configured, else a row per window in the database.
+"""Per-agent limits on reads and writes, and per-address limits on keys that do not work,
+counted where every web process sees the same number: Redis (``REDIS_URL``) when
+configured, else a row per window in the database.
 
 Fixed windows: a counter per agent, kind and window, incremented in one atomic step, so
 200 requests racing across processes against a limit of 50 let exactly 50 through.
@@ -76,6 +77,60 @@ def charge(agent: Agent, kind: str, n: int) -> None:
         _bucket(agent, kind), n, rate.requests, window_start, window_end
     ):
         raise RateLimited(kind=kind, rate=rate, wait=max(1, math.ceil(window_end - now)))
+
+
+FAILED_KEYS = "MEMORYADMIN_RATE_FAILED_KEYS"
+
+
+class FailedKeysLimited(exceptions.Throttled):
+    default_code = "rate_limited"
+
+    def __init__(self, *, rate: Rate, wait: int) -> None:
+        exceptions.APIException.__init__(
+            self,
+            f"Too many requests with an API key that does not work: this address may make "
+            f"{rate} ({FAILED_KEYS}). Nothing was checked or changed. Try again in {wait} "
+            "seconds.",
+            self.default_code,
+        )
+        self.wait = wait
+
+
+def refuse_failing_address(address: str) -> None:
+    """``FailedKeysLimited`` when ``address`` has used up its failed keys this window: its
+    next key is not even looked at, so guessing keys stops at the limit (a working key
+    from the same address waits too; an agent's own limits count the rest)."""
+    rate = parse_rate(settings.MEMORYADMIN_RATE_FAILED_KEYS)
+    now = time.time()
+    window_start, window_end = _window(rate, now)
+    if _count_so_far(_failures_bucket(address), window_start) >= rate.requests:
+        raise FailedKeysLimited(rate=rate, wait=max(1, math.ceil(window_end - now)))
+
+
+def count_failed_key(address: str) -> None:
+    """Count one refused key from ``address``; ``FailedKeysLimited`` if it is one too many,
+    for the caller to answer instead of its 401."""
+    rate = parse_rate(settings.MEMORYADMIN_RATE_FAILED_KEYS)
+    now = time.time()
+    window_start, window_end = _window(rate, now)
+    if count_request(_failures_bucket(address), window_start, window_end) > rate.requests:
+        raise FailedKeysLimited(rate=rate, wait=max(1, math.ceil(window_end - now)))
+
+
+def _failures_bucket(address: str) -> str:
+    return f"address:{address}:failed-keys"
+
+
+def _count_so_far(bucket: str, window_start: int) -> int:
+    """The bucket's count in its window, counting nothing."""
+    if settings.REDIS_URL:
+        return int(_redis(settings.REDIS_URL).get(_redis_key(bucket, window_start)) or 0)
+    count = (
+        RateCounter.objects.filter(bucket=bucket, window_start=window_start)
+        .values_list("count", flat=True)
+        .first()
+    )
+    return count or 0
 
 
 def _bucket(agent: Agent, kind: str) -> str:

@@ -16,7 +16,6 @@ Called by the tasks (and the address check by registration), never by a page.
 
 from __future__ import annotations
 
-import logging
 import socket
 import time
 import uuid
@@ -30,13 +29,11 @@ from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import KombuError
 from memoryadmin_client.signatures import EVENT_HEADER, EVENT_ID_HEADER, SIGNATURE_HEADER, sign
 
+from ledger.delivery import broker
 from ledger.models import WebhookDelivery
 from ledger.rules import webhooks
-
-logger = logging.getLogger(__name__)
 
 Status = webhooks.DeliveryStatus
 
@@ -53,12 +50,9 @@ def queue(event_id: uuid.UUID | None, countdown: float = 0) -> None:
         if not countdown:
             deliver(event_id=argument)
         return
-    try:
-        current_app.send_task(DELIVER_TASK, (argument,), countdown=countdown, retry=False)
-    except (KombuError, OSError) as error:
-        logger.warning(
-            "Webhook delivery could not be queued (%s): the beat's pass sends it.", error
-        )
+    broker.send(
+        DELIVER_TASK, (argument,), countdown=countdown, instead="the beat's pass sends what is due"
+    )
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache, lru_cache
@@ -38,6 +39,7 @@ from mcp_types import (
 from memoryadmin_client import BadRequest, MemoryAdminError, MemoryClient
 
 KEY_ENV = "MEMORYADMIN_KEY"
+DISTRIBUTION = "memoryadmin"
 INSTRUCTIONS = (
     "memoryadmin is the system of record for what you remember about people and accounts. "
     "Every write goes through a write gate that decides and says why; every memory needs "
@@ -48,6 +50,20 @@ INSTRUCTIONS = (
 
 Context = ServerRequestContext[Any, Any]
 KeyOf = Callable[[Context], str]
+
+
+def server_version() -> str:
+    """memoryadmin's version, whose one place is pyproject.toml: read there when the server
+    runs from a checkout, installed or not (an editable install's metadata keeps the version
+    of its last install), and from the metadata a build copied from it otherwise."""
+    try:
+        with (settings.BASE_DIR / "pyproject.toml").open("rb") as file:
+            project = tomllib.load(file).get("project", {})
+    except FileNotFoundError:
+        project = {}
+    if project.get("name") == DISTRIBUTION:
+        return str(project["version"])
+    return importlib.metadata.version(DISTRIBUTION)
 
 
 @cache
@@ -161,7 +177,7 @@ def build_server(key_of: KeyOf) -> Server[Any]:
 
     return Server(
         "memoryadmin",
-        version=importlib.metadata.version("memoryadmin"),
+        version=server_version(),
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

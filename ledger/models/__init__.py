@@ -8,6 +8,7 @@ Everything is re-exported here, so ``from ledger.models import Memory`` is the o
 
 from ledger.models.agents import Agent, AgentKey, AgentKeyQuerySet
 from ledger.models.audit import AuditSeal
+from ledger.models.erasure_requests import ErasureRequest, ErasureRequestQuerySet
 from ledger.models.history import AUDIT_INDEXES, ActorHistory, AuditedRecords, tracked
 from ledger.models.ledger_entries import LedgerEntry, LedgerEntryQuerySet, ledger_entry_in_force
 from ledger.models.memories import (
@@ -68,6 +69,8 @@ __all__ = [
     "ConflictQuerySet",
     "ConversationRow",
     "Erasure",
+    "ErasureRequest",
+    "ErasureRequestQuerySet",
     "IdempotencyRecord",
     "JournalEntry",
     "JournalEntryQuerySet",

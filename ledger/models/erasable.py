@@ -19,6 +19,7 @@ from django.db.models.functions import Cast, Concat
 
 from ledger.models.ledger_entries import LedgerEntry
 from ledger.models.memories import Conflict, Memory, Source, Subject
+from ledger.models.retractions import RetractionBatch, RetractionItem
 from ledger.models.runs import JournalEntry, Run, RunNote
 
 ERASED_REASON = "Erased at the person's request."
@@ -80,6 +81,18 @@ def _by_run(subjects: Any) -> Q:
     return Q(run_id__in=Run.objects.filter(subject__in=subjects).values("pk"))
 
 
+def _runs(subjects: Any) -> Q:
+    # By the run's id, not its versions' subject: a run started before it knew its subject
+    # has versions without one, and they carry the ref too.
+    return Q(id__in=Run.objects.filter(subject__in=subjects).values("pk"))
+
+
+def _batches(subjects: Any) -> Q:
+    # A batch that took any memory about the subjects: its reason and selection may quote
+    # the person (a message's ref, why it was wrong), whoever else it also took from.
+    return Q(id__in=RetractionItem.objects.filter(memory__subject__in=subjects).values("batch_id"))
+
+
 # The one list of what erasure removes: ``erase_subject`` blanks it, and the audit chain's
 # verifier (``ledger.reads.audit_chain``) accepts a history row whose sealed content differs
 # only in exactly this shape, and only if the row is dated at or before an erasure of a
@@ -107,4 +120,8 @@ ERASABLE: dict[type[models.Model], Erasable] = {
     ),
     RunNote: Erasable({"value": "", "key": ERASED_KEY}, _by_run, depth=2),
     Subject: Erasable({"display_name": ""}, lambda s: Q(id__in=s)),
+    # An agent names its runs, and a name can say whom or what it is about
+    # ("run_dana_refund"); the ref must stay unique, so it becomes the run's own id.
+    Run: Erasable({"ref": ERASED_KEY}, _runs, depth=2),
+    RetractionBatch: Erasable({"selection": {}, "reason": REASON_REMOVED}, _batches, depth=2),
 }

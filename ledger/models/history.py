@@ -1,15 +1,40 @@
-"""History on every tracked model: who acted, their role, the subject, and the indexes
-the audit reads it by."""
+"""History on every tracked model: who acted, their role, the subject, the MAC that vouches
+for each row, and the indexes the audit reads it by."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import models
 from django.db.models import Q
+from django.db.models.signals import pre_save
+from django.dispatch import receiver
 from simple_history.models import HistoricalRecords
 
 from ledger import choices
+from ledger.models.audit import MAC_FIELD, MAC_LENGTH, make_mac
+
+
+def stamp_mac(row: models.Model) -> None:
+    """Give a history row about to be written the MAC of what it holds."""
+    model = type(row)
+    setattr(row, MAC_FIELD, make_mac(model, row.__dict__))
+
+
+class HistoryRowQuerySet[M: models.Model](models.QuerySet[M]):
+    """A history table's rows: those inserted in bulk carry their MACs too (the rows
+    ``create_tracked`` and simple-history's ``bulk_history_create`` write). On the queryset,
+    not only the manager: ``objects.using(alias).bulk_create`` reaches it through a queryset."""
+
+    def bulk_create(self, objs: Iterable[M], *args: Any, **kwargs: Any) -> list[M]:
+        rows = list(objs)
+        for row in rows:
+            stamp_mac(row)
+        return super().bulk_create(rows, *args, **kwargs)
+
+
+HistoryRowManager = models.Manager.from_queryset(HistoryRowQuerySet)
 
 
 class ActorHistory(models.Model):
@@ -23,9 +48,36 @@ class ActorHistory(models.Model):
     # A plain number, not a key: the audit of a subject outlives nothing it points at.
     # Indexed with the time, by ``AuditedRecords``.
     history_subject_id = models.BigIntegerField(null=True, blank=True)
+    # The application's word that it wrote this row as it stands (``ledger.models.audit``):
+    # made before every insert, and again when an erasure blanks the row.
+    # Empty in the database's default: a row inserted there without one is named, not refused.
+    history_mac = models.CharField(max_length=MAC_LENGTH, blank=True, default="", db_default="")
+
+    objects = HistoryRowManager()
 
     class Meta:
         abstract = True
+
+
+@receiver(pre_save, dispatch_uid="ledger.models.history.mac_before_save")
+def mac_before_save(
+    sender: type[models.Model],
+    instance: models.Model,
+    raw: bool = False,
+    update_fields: frozenset[str] | None = None,
+    **kwargs: Any,
+) -> None:
+    """Every history row saved one at a time (simple-history's, after its own
+    ``pre_create_historical_record`` receivers have named the actor) gets the MAC of what
+    it holds: the last thing before the insert, so nothing set later escapes it. A signal,
+    not a ``save()`` override: history rows are written by the actions, never by a model.
+    Rows a fixture loads (``raw``) keep the MAC they carry."""
+    if raw or not isinstance(instance, ActorHistory):
+        return
+    if update_fields is not None and MAC_FIELD not in update_fields:
+        # The new MAC would not be written, and the row would no longer match its old one.
+        raise ValueError(f"A history row saved with update_fields must include {MAC_FIELD}.")
+    stamp_mac(instance)
 
 
 # The audit's filters, each with the log's order (newest first) after it, so that a page of

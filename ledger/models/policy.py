@@ -56,6 +56,8 @@ class Policy(models.Model):
     review_preference_days = models.PositiveIntegerField(default=180)
     review_account_fact_days = models.PositiveIntegerField(default=90)
     review_episode_days = models.PositiveIntegerField(default=60)
+    # Off: an agent changes only what it wrote itself (``rules.agents.refuse_others_write``).
+    agents_change_others = models.BooleanField(default=False)
     # One more on every change: each memory records the version that accepted it.
     version = models.PositiveIntegerField(default=1)
 

@@ -55,6 +55,7 @@ from django.db.models import Count, Exists, Min, OuterRef, Q
 from django.utils import timezone
 
 from ledger.models import AuditSeal, Erasure
+from ledger.models.audit import MAC_FIELD
 from ledger.models.erasable import ERASABLE, ERASURE_REASONS, Erasable, blank_value
 
 logger = logging.getLogger(__name__)
@@ -211,7 +212,8 @@ def _erasures(model: type[models.Model]) -> Chain:
 
 
 def _rest(model: type[models.Model], taken: tuple[str, ...]) -> tuple[str, ...]:
-    left_out = {*taken, *unchained_links(model)}
+    # The MAC is checked on its own (``ledger.reads.audit_macs``): an erasure makes it anew.
+    left_out = {*taken, *unchained_links(model), MAC_FIELD}
     return tuple(f.attname for f in model._meta.concrete_fields if f.attname not in left_out)
 
 
@@ -452,8 +454,9 @@ def append_only_grants(role: str, schema: str = "public") -> list[str]:
 
 def updatable(chain: Chain) -> list[str]:
     """The columns of a chained table the application may update: what an erasure blanks
-    (with the reason), and the links Django clears on a deletion. None of them is in the
-    hash: the digest covers the first, checked against the shape erasure leaves."""
+    (with the reason, and the MAC it makes anew), and the links Django clears on a
+    deletion. None of them is in the hash: the digest covers the first, checked against the
+    shape erasure leaves, and the MAC is made with a key the database never holds."""
     erasable = list(chain.erasable.blank) if chain.erasable else []
-    reason = [chain.reason] if chain.erasable else []
+    reason = [chain.reason, MAC_FIELD] if chain.erasable else []
     return [*erasable, *reason, *unchained_links(chain.model)]

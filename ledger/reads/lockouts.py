@@ -1,9 +1,11 @@
 """Who is locked out of signing in now, read from django-axes' records, in the words the
 People page says it: "Locked out of sign-in until 17:42 UTC after 5 failed sign-ins".
 
-Axes counts a username and an address each on its own (``AXES_LOCKOUT_PARAMETERS``): its
-records are per username, address and browser, and a username (or an address) is locked
-out while the failures of its records that have not expired reach ``AXES_FAILURE_LIMIT``.
+Axes counts a username at an address, and an address, each on its own
+(``AXES_LOCKOUT_PARAMETERS``, ``ledger.signin.SignInCounts``): its records are per username,
+address and browser, and a username is locked out at an address while the failures of its
+records there that have not expired reach ``AXES_FAILURE_LIMIT``; an address, whatever
+usernames it tried, while they reach ``MEMORYADMIN_SIGNIN_ADDRESS_FAILURES``.
 """
 
 from __future__ import annotations
@@ -47,22 +49,27 @@ def _in_force() -> QuerySet[Any]:
     return attempts
 
 
-def _locked(attempts: QuerySet[Any], by: str) -> QuerySet[Any]:
-    """``attempts`` summed per username or per address (``by``), those that lock."""
+def _locked(attempts: QuerySet[Any], by: list[str], limit: int) -> QuerySet[Any]:
+    """``attempts`` summed per ``by`` (username and address, or address), those that lock."""
     totals: QuerySet[Any] = (
         attempts.order_by()
-        .values(by)
+        .values(*by)
         .annotate(failures=Sum("failures_since_start"), until=Max("expiration__expires_at"))
     )
-    return totals.filter(failures__gte=settings.AXES_FAILURE_LIMIT)
+    return totals.filter(failures__gte=limit)
 
 
 def of_usernames(usernames: Iterable[str]) -> dict[str, Lockout]:
-    """The lockouts of these usernames, by username (one query)."""
-    rows = _locked(_in_force().filter(username__in=list(usernames)), "username")
-    return {
-        row["username"]: Lockout(row["username"], "", row["failures"], row["until"]) for row in rows
-    }
+    """The lockouts of these usernames, at whichever addresses, by username (one query):
+    the failures of every address where it is locked, until the last of them ends."""
+    attempts = _in_force().filter(username__in=list(usernames))
+    found: dict[str, Lockout] = {}
+    for row in _locked(attempts, ["username", "ip_address"], settings.AXES_FAILURE_LIMIT):
+        name, before = row["username"], found.get(row["username"])
+        failures = row["failures"] + (before.failures if before else 0)
+        until = max(row["until"], before.until) if before else row["until"]
+        found[name] = Lockout(name, "", failures, until)
+    return found
 
 
 def of_addresses(addresses: Iterable[str] | None = None) -> list[Lockout]:
@@ -70,7 +77,8 @@ def of_addresses(addresses: Iterable[str] | None = None) -> list[Lockout]:
     attempts = _in_force().exclude(ip_address=None)
     if addresses is not None:
         attempts = attempts.filter(ip_address__in=list(addresses))
-    rows = _locked(attempts, "ip_address").order_by("-until", "ip_address")
+    limit = settings.MEMORYADMIN_SIGNIN_ADDRESS_FAILURES
+    rows = _locked(attempts, ["ip_address"], limit).order_by("-until", "ip_address")
     return [
         Lockout("", row["ip_address"], row["failures"], row["until"])
         for row in rows[:ADDRESSES_SHOWN]

@@ -4,6 +4,7 @@ puts on their writes."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 
 from ledger.dates import when
@@ -199,3 +200,48 @@ class RestrictedRefusal(Refusal):
         super().__init__(restriction.code, detail, RESTRICTED_STATUS)
         self.restriction = restriction
         self.because = because
+
+
+def _written_by(writer: str | None) -> str:
+    return f"the agent '{writer}'" if writer is not None else "a person or an import"
+
+
+def refuse_others_write(*, agent: str, writer: str | None, what: str, others_allowed: bool) -> None:
+    """An agent changes only what it wrote itself (``what``: "This memory", "This ledger
+    entry"), unless the write policy lets agents change each other's writes
+    (``others_allowed``). Whose key may change any write is ``access.may_change_any_write``.
+
+    ``writer`` is the name of the agent that wrote it, or None when no agent did (a person
+    on the dashboard, or an older store's import): a person's words are no more an agent's
+    to overwrite than another agent's are.
+    """
+    if writer == agent or others_allowed:
+        return
+    raise Refusal(
+        "not_your_write",
+        f"{what} was written by {_written_by(writer)}, not by '{agent}'; the write policy "
+        "lets an agent change only its own writes. Nothing was changed.",
+        403,
+    )
+
+
+def refuse_others_writes(
+    *, agent: str, others: Mapping[str | None, int], what: str, others_allowed: bool
+) -> None:
+    """All or nothing: a change to many rows at once (``what``: "A batch deletion") that
+    would take any row another agent or a person wrote (``others``: how many, by writer) is
+    refused as a whole, so that nobody is left guessing which part of it happened."""
+    if not others or others_allowed:
+        return
+    count = sum(others.values())
+    by = "; ".join(
+        f"{_written_by(writer)}: {n}"
+        for writer, n in sorted(others.items(), key=lambda pair: (pair[0] is None, pair[0] or ""))
+    )
+    raise Refusal(
+        "not_your_write",
+        f"{what} would change {count} memor{'ies' if count != 1 else 'y'} '{agent}' did not write "
+        f"({by}); the write policy lets an agent change only its own writes, so nothing was "
+        f"changed. Narrow it to what '{agent}' wrote.",
+        403,
+    )

@@ -36,8 +36,8 @@ class Hold:
 
 
 def hold_for_text(statement: str) -> Hold | None:
-    """A statement that speaks to the model, carries a link or markup, or holds a secret
-    waits for a person, whoever wrote it and on whatever basis."""
+    """A statement that speaks to the model, carries a link or markup, holds a secret or
+    is a standing order waits for a person, whoever wrote it and on whatever basis."""
     found = poison.finding(statement)
     if found is None:
         return None
@@ -51,9 +51,13 @@ def hold_for_text(statement: str) -> Hold | None:
 
 def refuse_unsafe_text(text: str, *, what: str) -> None:
     """Text that has no pending state to wait in (``what``: a ledger fact) is refused when
-    it would be unsafe to hand an assistant: agents are given it verbatim once it is stored."""
+    it would be unsafe to hand an assistant: agents are given it verbatim once it is stored.
+    A standing order is not refused: a ledger commitment or proposal is by nature what the
+    organisation will do ("Refund 49.00 EUR of INV-2291"), and it is a ledger entry's kind,
+    not a memory about the person (``finding`` names an order only when nothing else is
+    found)."""
     found = poison.finding(text)
-    if found is None:
+    if found is None or found.category == poison.Category.STANDING_ORDER:
         return
     raise Refusal(
         "unsafe_text",
@@ -62,11 +66,51 @@ def refuse_unsafe_text(text: str, *, what: str) -> None:
     )
 
 
+def held_words(*, status: str, statement: str) -> str:
+    """What in a pending memory's words held it for review (the finding's message); empty
+    when nothing in them was unsafe, or it is not pending."""
+    found = poison.finding(statement) if status == MemoryStatus.PENDING else None
+    return found.message if found else ""
+
+
 def held_for_review(*, status: str, statement: str) -> str:
     """Why a memory waiting for a person was held for its words, for whoever answers it;
     empty when nothing in them was unsafe."""
-    found = poison.finding(statement) if status == MemoryStatus.PENDING else None
-    return f"Held for review: {found.message}" if found else ""
+    words = held_words(status=status, statement=statement)
+    return f"Held for review: {words}" if words else ""
+
+
+def reviewers_of_own_words(*, by_person: bool) -> str:
+    """Who reviews words held for review that a person wrote: someone other than them.
+    ``by_person``: the person the memory is about wrote them; else support (or an admin)."""
+    return "support" if by_person else "the person or another member of staff"
+
+
+def waiting_for_review(*, status: str, statement: str, by_person: bool) -> str:
+    """What the writer of held words is told on their own card: who must review them, and
+    why; empty when the memory is not held for its words."""
+    words = held_words(status=status, statement=statement)
+    if not words:
+        return ""
+    return f"Waiting for review by {reviewers_of_own_words(by_person=by_person)}, because: {words}"
+
+
+def refuse_confirming_own_held_words(
+    *, held: str, written_by: str, confirmer: str, by_person: bool
+) -> None:
+    """Words held for review need a second pair of eyes: whoever wrote them (``written_by``,
+    an ``Actor.label``) may delete or correct them, but not confirm them in the same breath
+    as writing them. ``held``: why they were held (``held_for_review``)."""
+    if not held or written_by != confirmer:
+        return
+    raise Refusal(
+        "own_held_words",
+        f"You wrote these words yourself, and they are held for review. {sentence(held)} "
+        f"{reviewers_of_own_words(by_person=by_person).capitalize()} must confirm them before "
+        "the assistant may use them; you may delete them, or correct them again. Nothing "
+        "was changed.",
+        403,
+    )
 
 
 def refuse_paused_agent(agent: AgentFacts | None) -> None:

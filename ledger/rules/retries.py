@@ -48,6 +48,10 @@ REFUSAL_ON_RETRY: dict[str, OnRetry] = {
     "inferred_needs_expiry": _REPLAYED,
     "period_required": _REPLAYED,
     "not_an_admin": _AGAIN,
+    # Whose write it is: an admin may let agents change each other's writes, or give the
+    # key the staff scope; words held for review wait for someone other than their writer.
+    "not_your_write": _AGAIN,
+    "own_held_words": _AGAIN,  # once someone else confirms them, they are no longer held
     # Conflicts.
     "conflict_resolved": _REPLAYED,
     "choice_required": _REPLAYED,
@@ -91,6 +95,15 @@ REFUSAL_ON_RETRY: dict[str, OnRetry] = {
     "selection_too_large": _AGAIN,
     "selection_changed": _AGAIN,
     "batch_already_undone": _REPLAYED,
+    # Erasure requests (pages only). Something remembered about an erased subject gives an
+    # erasure something to do again, a waiting request gets decided, and a person's role can
+    # change; who filed a request, and a decision once taken, never change.
+    "already_erased": _AGAIN,
+    "erasure_already_requested": _AGAIN,
+    "erasure_needs_admin": _AGAIN,
+    "erasure_own_request": _REPLAYED,
+    "erasure_request_decided": _REPLAYED,
+    "decline_reason_required": _REPLAYED,
     # Pages only (people, agents, the policy), listed so that none is left undecided.
     "policy_unknown_setting": _REPLAYED,
     "policy_unchanged": _AGAIN,

@@ -98,26 +98,65 @@ def checked_url(url: str) -> str:
     return url
 
 
+# IPv6 forms whose last 32 bits are the IPv4 address a connection to them reaches (through
+# a NAT64 gateway, a dual-stack socket or a stateless translator): judged as that address,
+# so 64:ff9b::a9fe:a9fe is the metadata service 169.254.169.254 it leads to.
+_CARRIES_IPV4 = (
+    ("NAT64", ipaddress.IPv6Network("64:ff9b::/96")),
+    ("IPv4-mapped", ipaddress.IPv6Network("::ffff:0:0/96")),
+    ("IPv4-translated", ipaddress.IPv6Network("::ffff:0:0:0/96")),
+)
+# Never a public destination, whatever they carry. Named one by one: ``is_global`` calls
+# most of them global, or did in some Python release (its lists changed in 3.12 and 3.13).
+_NEVER_PUBLIC = (
+    # Deprecated (RFC 4291); an old stack sends ::127.0.0.1 to 127.0.0.1.
+    ("IPv4-compatible", ipaddress.IPv6Network("::/96")),
+    # A network's own NAT64 prefix (RFC 8215): where it leads is the network's business.
+    ("local-use NAT64", ipaddress.IPv6Network("64:ff9b:1::/48")),
+    # Tunnels to an IPv4 address through whatever relay answers (RFC 7526, RFC 4380).
+    ("6to4", ipaddress.IPv6Network("2002::/16")),
+    ("Teredo", ipaddress.IPv6Network("2001::/32")),
+    ("site-local", ipaddress.IPv6Network("fec0::/10")),
+    ("documentation", ipaddress.IPv6Network("2001:db8::/32")),
+    ("documentation", ipaddress.IPv6Network("3fff::/20")),
+)
+
+
 def refused_address(address: str) -> str | None:
-    """What kind of non-public address ``address`` (an IP address as text) is, such as
-    "loopback" or "private"; None when a webhook may go to it. The worker POSTs from inside
-    the network and the endpoint's page shows the connect error, so an internal address
-    would let an admin's page probe internal hosts (or a cloud's metadata service)."""
+    """What kind of non-public address ``address`` (an IP address as text) is, in words
+    ("a loopback address", "a NAT64 address of 127.0.0.1, a loopback address"); None when
+    a webhook may go to it. The worker POSTs from inside the network and the endpoint's page
+    shows the connect error, so an internal address would let an admin's page probe
+    internal hosts (or a cloud's metadata service)."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])  # an IPv6 zone ("%eth0") aside
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    # ``is_global`` alone lets most multicast through (224.0.0.1 is "global").
-    if ip.is_global and not ip.is_multicast:
-        return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        for form, network in _CARRIES_IPV4:
+            if ip in network:
+                inner = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+                kind = refused_address(str(inner))
+                return None if kind is None else f"{_a(form)} address of {inner}, {kind}"
     kinds = (
         ("loopback", ip.is_loopback),
-        ("link-local", ip.is_link_local),
-        ("multicast", ip.is_multicast),
         ("unspecified", ip.is_unspecified),
+        ("link-local", ip.is_link_local),
+        # ``is_global`` alone lets most multicast through (224.0.0.1 is "global").
+        ("multicast", ip.is_multicast),
+        *((form, ip in network) for form, network in _NEVER_PUBLIC if ip.version == 6),
         ("private", ip.is_private),
         ("reserved", ip.is_reserved),
+        ("non-public", not ip.is_global),
     )
-    return next((kind for kind, true in kinds if true), "non-public")
+    kind = next((kind for kind, true in kinds if true), None)
+    if kind is None:
+        return None
+    carried = ip.sixtofour if isinstance(ip, ipaddress.IPv6Address) else None
+    if kind == "IPv4-compatible":
+        carried = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return f"{_a(kind)} address" + (f" (carrying {carried})" if carried else "")
+
+
+def _a(word: str) -> str:
+    return f"{'an' if word[0].lower() in 'aeiou' else 'a'} {word}"
 
 
 def checked_addresses(host: str, addresses: Iterable[str]) -> None:
@@ -128,10 +167,9 @@ def checked_addresses(host: str, addresses: Iterable[str]) -> None:
         if kind is None:
             continue
         named = address if address == host else f"{host} ({address})"
-        article = "an" if kind[0] in "aeiou" else "a"
         raise BadEndpoint(
             "url",
-            f"{named} is {article} {kind} address: webhooks go only to public addresses, since they"
+            f"{named} is {kind}: webhooks go only to public addresses, since they"
             " are sent from inside the network. MEMORYADMIN_WEBHOOK_ALLOW_PRIVATE=1 allows"
             " them, for development.",
         )

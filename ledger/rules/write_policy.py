@@ -12,6 +12,8 @@ from ledger.rules.text import KEY_PATTERN, forbidden_character
 # A hundred years: a longer life would give dates beyond what the pages can show.
 POLICY_DAYS_MAX = 36_500
 KEYS_SETTING = "system_of_record_keys"
+# Whether agents may change what another agent (or a person) wrote: a yes-or-no setting.
+OTHERS_SETTING = "agents_change_others"
 # The usual lives of the three kinds: a guess may not be given a longer one.
 LIFE_SETTINGS = ("ttl_preference_days", "ttl_account_fact_days", "ttl_episode_days")
 
@@ -19,7 +21,8 @@ LIFE_SETTINGS = ("ttl_preference_days", "ttl_account_fact_days", "ttl_episode_da
 @dataclass(frozen=True)
 class PolicySetting:
     """One setting: what the page says of it, and the values it may take (``low`` to
-    ``high`` of ``many``; for the system-of-record keys, how many keys the list holds)."""
+    ``high`` of ``many``; for the system-of-record keys, how many keys the list holds; for
+    a switch, ``off_on``: what each of its two values means)."""
 
     name: str
     label: str
@@ -28,12 +31,17 @@ class PolicySetting:
     many: str
     low: int
     high: int
+    off_on: tuple[str, str] | None = None
 
     def amount(self, count: int) -> str:
+        if self.off_on is not None:
+            return self.off_on[bool(count)]
         return f"{count} {self.one if count == 1 else self.many}"
 
     @property
     def bounds(self) -> str:
+        if self.off_on is not None:
+            return "on or off"
         if self.low == 0:
             return f"at most {self.amount(self.high)}"
         return f"from {self.low} to {self.amount(self.high)}"
@@ -125,6 +133,20 @@ POLICY_SETTINGS: tuple[PolicySetting, ...] = (
         0,
         100,
     ),
+    PolicySetting(
+        OTHERS_SETTING,
+        "Agents change each other's writes",
+        "Off: an agent may correct or delete only the memories it wrote, and promote, "
+        "supersede, edit or withdraw only its own ledger entries; what another agent or a "
+        "person wrote is refused (not_your_write), unless the agent's key holds the staff "
+        "scope. On: any agent that may write may change them all. A run, with its journal, "
+        "notes and snapshots, stays its own agent's either way.",
+        "",
+        "",
+        0,
+        1,
+        off_on=("off: each agent changes only its own writes", "on: any agent's writes"),
+    ),
 )
 POLICY_SETTING_NAMES = frozenset(setting.name for setting in POLICY_SETTINGS)
 
@@ -140,6 +162,10 @@ def _number_problem(setting: PolicySetting, value: object) -> str | None:
     if not setting.low <= value <= setting.high:
         return f"Choose {setting.bounds}; {_shown(value)} is outside that."
     return None
+
+
+def _switch_problem(setting: PolicySetting, value: object) -> str | None:
+    return None if isinstance(value, bool) else "Choose on or off."
 
 
 def _keys_problem(setting: PolicySetting, value: object) -> str | None:
@@ -181,6 +207,8 @@ def policy_problems(values: Mapping[str, object]) -> dict[str, str]:
     problems: dict[str, str] = {}
     for setting in POLICY_SETTINGS:
         check = _keys_problem if setting.name == KEYS_SETTING else _number_problem
+        if setting.off_on is not None:
+            check = _switch_problem
         if (problem := check(setting, values.get(setting.name))) is not None:
             problems[setting.name] = problem
     if not problems.keys() & {*LIFE_SETTINGS, "inferred_max_days"}:

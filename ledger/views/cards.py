@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from ledger import access
 from ledger.actors import Actor
-from ledger.choices import CORRECTIONS
+from ledger.choices import CORRECTIONS, StatedBy
 from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Subject
+from ledger.rules.holds import waiting_for_review
 from ledger.rules.memories import (
     MemoryMove,
     allows,
@@ -102,6 +103,8 @@ class Card:
     withhold_offer: str = ""
     # For an expired memory a person may renew: how long it may be kept for.
     renew_options: list[RenewOption] = field(default_factory=list)
+    # The viewer's own words held for review: who must review them, and why.
+    waiting: str = ""
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,13 @@ def card_for(memory: Memory, context: CardContext) -> Card:
         usage=context.usage.get(str(memory.pk)),
         withhold_offer=withhold_offer,
         renew_options=renew_options(memory, context) if expired else [],
+        waiting=waiting_for_review(
+            status=memory.status,
+            statement=memory.statement,
+            by_person=memory.stated_by == StatedBy.CORRECTION,
+        )
+        if created_by_viewer
+        else "",
     )
 
 

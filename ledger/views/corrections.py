@@ -26,7 +26,7 @@ from ledger.actions.reverts import revert_correction
 from ledger.actors import Actor
 from ledger.choices import ActorRole
 from ledger.dates import day_window
-from ledger.models import Erasure, Memory, Source
+from ledger.models import Erasure, ErasureRequest, Memory, Source
 from ledger.reads.corrections import (
     Reads,
     Version,
@@ -37,6 +37,7 @@ from ledger.reads.corrections import (
     reads_after_each,
     why,
 )
+from ledger.reads.erasure_requests import approved_requests
 from ledger.reads.names import Names
 from ledger.rules.memories import revert_refusal
 from ledger.rules.refusals import Refusal
@@ -357,12 +358,19 @@ class ErasureEntry:
     blanked: list[str]
 
 
-def _asked_words(erasure: Erasure, carried: str) -> str:
+def _asked_words(
+    erasure: Erasure, carried: str, names: Names, request: ErasureRequest | None
+) -> str:
     if not erasure.requested_by:
         return "Not recorded"
     # The role too: staff may type their own label as who asked.
     if erasure.erased_by_role == ActorRole.PERSON and erasure.requested_by == erasure.erased_by:
         return "The person themselves, on the dashboard"
+    if request is not None:
+        # Support recorded who asked, on the request; the admin who approved carried it out.
+        # Only support files requests (``access.erasure_needs_approval``).
+        recorded = who_words(names, request.requested_by, ActorRole.SUPPORT)
+        return f"“{erasure.requested_by}”, as recorded by {recorded} and approved by {carried}"
     return f"“{erasure.requested_by}”, as recorded by {carried}"
 
 
@@ -396,12 +404,12 @@ def erasures(request: SignedInRequest) -> HttpResponse:
     except BadCursor as error:
         return render(request, ERASURES_TEMPLATE, {"error": str(error)}, status=400)
     names = Names(request.user.get_username(), frozenset())
+    approved = approved_requests(page.rows)
     entries = []
     for erasure in page.rows:
         carried = who_words(names, erasure.erased_by, erasure.erased_by_role)
-        entries.append(
-            ErasureEntry(erasure, _asked_words(erasure, carried), carried, _blanked(erasure))
-        )
+        asked = _asked_words(erasure, carried, names, approved.get(erasure.pk))
+        entries.append(ErasureEntry(erasure, asked, carried, _blanked(erasure)))
     context: dict[str, Any] = {
         "entries": entries,
         "next": page.next_cursor,

@@ -65,6 +65,13 @@ MERGED_NOTE = (
 )
 
 
+# A person's correction whose words were held for review (``correct_memory``).
+HELD_NOTE = (
+    "Saved, and held for review: the assistant is not given these words until someone "
+    "else confirms them. The earlier version stays in the memory's history."
+)
+
+
 @dataclass
 class ConflictView:
     conflict: Conflict
@@ -205,7 +212,10 @@ def page_context(
         for c, group in zip(conflicts, contenders, strict=True)
     ]
     erasures = list(subject.erasures.all())
-    names = Names.for_labels(request.user, [e.erased_by for e in erasures])
+    # Support's erasure waiting for an admin (``access.erasure_needs_approval``).
+    waiting = subject.erasure_requests.waiting().first()
+    labels = [e.erased_by for e in erasures] + ([waiting.requested_by] if waiting else [])
+    names = Names.for_labels(request.user, labels)
     return {
         "subject": subject,
         "own": context.own,
@@ -223,6 +233,7 @@ def page_context(
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
         "in_use": Memory.objects.for_subject(subject).servable().exists(),
         "erasures": [(e, names.who(e.erased_by)) for e in erasures],
+        "erasure_requested_by": names.who(waiting.requested_by) if waiting else "",
         "undo_seconds": undo_seconds(),
     }
 
@@ -369,6 +380,15 @@ def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     if new.supersedes_id != memory.pk:
         # Merged into the memory that already says it: its card is elsewhere on the page.
         return answer(request, redirect_to=memory_url(new), message=MERGED_NOTE)
+    if new.status == Memory.Status.PENDING:
+        # Held for its words: its card says who reviews them, and why.
+        return answer(
+            request,
+            fragment=part("question"),
+            context=lambda: card_context(request, new, note=HELD_NOTE, focus=True),
+            redirect_to=memory_url(new),
+            message=HELD_NOTE,
+        )
     return answer(
         request,
         fragment=part("card"),
@@ -629,11 +649,12 @@ def conflict_resolve(request: SignedInRequest, pk: int) -> HttpResponse:
         )
     except Refusal as refusal:
         return _conflict_refused(request, conflict, refusal)
-    note = (
-        f"Resolved. Kept, and still not used by the assistant: “{kept.statement}”"
-        if kept.withheld
-        else f"Resolved. The assistant now remembers: “{kept.statement}”"
-    )
+    if kept.status == Memory.Status.PENDING:
+        note = f"Resolved. Held for review before the assistant may use it: “{kept.statement}”"
+    elif kept.withheld:
+        note = f"Resolved. Kept, and still not used by the assistant: “{kept.statement}”"
+    else:
+        note = f"Resolved. The assistant now remembers: “{kept.statement}”"
     return _conflict_settled(request, conflict, note)
 
 

@@ -11,7 +11,9 @@ from django.template.defaultfilters import pluralize
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from ledger import access
 from ledger.actions.erasure import erase_subject
+from ledger.actions.erasure_requests import request_erasure
 from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
 from ledger.models import Memory, Subject
@@ -80,9 +82,11 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
     demands: the erasure review shows it)."""
     subject = _visible_subject(request, ref)
     own = is_own(request, subject)
+    needs_approval = access.erasure_needs_approval(request.user, subject)
     context = {
         "subject": subject,
         "own": own,
+        "needs_approval": needs_approval,
         "typed": "",
         "error": "",
         "requested_by": "",
@@ -99,16 +103,31 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
     if typed.casefold() not in _names(subject):
         context["error"] = f"To erase, type “{subject.name}” exactly as shown. Nothing was erased."
         return render(request, "ledger/erase.html", context, status=400)
+    pause = request.POST.get("pause") == "on"
     try:
-        erasure = erase_subject(
-            subject=subject,
-            actor=Actor.for_user(request.user),
-            pause=request.POST.get("pause") == "on",
-            requested_by=requested_by,
-        )
+        if needs_approval:
+            request_erasure(
+                subject=subject,
+                actor=Actor.for_user(request.user),
+                reason=requested_by,
+                pause=pause,
+            )
+        else:
+            erasure = erase_subject(
+                subject=subject,
+                actor=Actor.for_user(request.user),
+                pause=pause,
+                requested_by=requested_by,
+            )
     except Refusal as refusal:
         context["request_error"] = refusal.detail
         return render(request, "ledger/erase.html", context, status=refusal.status)
+    if needs_approval:
+        return answer(
+            request,
+            redirect_to=subject_url(subject),
+            message="Erasure requested: nothing is erased until an admin approves it.",
+        )
     counts = [
         f"{n} {word}{pluralize(n, plural)}"
         for n, word, plural in [

@@ -1,5 +1,10 @@
-"""``python -m tools.eval``: retrieval on eval/recall, each ranking beside its baselines."""
+"""``python -m tools.eval``: retrieval on eval/recall and poisoned writes on eval/poison,
+each beside its baselines (``--tune`` searches retrieval's constants instead)."""
 
-from tools.eval.recall import main
+import sys
 
-main()
+from tools.eval import poison, recall
+
+recall.main()
+if "--tune" not in sys.argv[1:]:
+    poison.main([])

@@ -43,6 +43,11 @@ class PermissionDenied(MemoryAdminError):
     """403: the key lacks the scope this call needs."""
 
 
+class NotYourWrite(PermissionDenied):
+    """403 ``not_your_write``: the memory is another agent's write, and the write policy
+    lets an agent correct or retract only its own."""
+
+
 class NotFound(MemoryAdminError):
     """404: no such memory, subject, entry, or a run of another agent's."""
 
@@ -123,6 +128,7 @@ BY_CODE: dict[str, type[MemoryAdminError]] = {
     "not_authenticated": AuthenticationFailed,
     "authentication_failed": AuthenticationFailed,
     "permission_denied": PermissionDenied,
+    "not_your_write": NotYourWrite,
 }
 
 BY_STATUS: dict[int, type[MemoryAdminError]] = {

@@ -24,7 +24,10 @@ key                                    the memory's slot (``contact.channel``): 
                                        before any call.
 ``put`` again, same key                the live memory in the slot is corrected (the new
                                        one supersedes it, with ``reason``); the same words
-                                       again only add the source as evidence.
+                                       again only add the source as evidence. Unless the
+                                       write policy lets agents change each other's
+                                       writes, a slot another agent wrote is refused
+                                       (the client's ``NotYourWrite``), as is its ``delete``.
 ``put(ttl=minutes)``                   ``expires_at`` that many minutes from now, on a new
                                        memory; a correction takes the gate's life for it.
                                        No ttl: the policy's life for the kind.

@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils import timezone
 
@@ -30,16 +31,16 @@ from ledger.keys import known_key
 from ledger.models import Agent, Memory, Subject
 from ledger.reads.recall import recall
 from ledger.rules.agents import Restriction
+from ledger.rules.demo import DEMO_KEY, DEMO_PASSWORD, DEMO_USERNAMES, NEEDS_DEBUG
 
-DEMO_PASSWORD = "demo-password-1"
 DEMO_AGENT = "demo-assistant"
-# A fixed key so that the README's examples work against the demo. Demo data only.
-DEMO_KEY = "ma_demo00000000_local-demo-key-do-not-use-in-production"
 PRIYA = "acct_9c2e47b1f06d3a58"
+# The names check --deploy looks for, each with DEMO_PASSWORD.
+DANA, SAM, ALEX = DEMO_USERNAMES
 DEMO_PEOPLE = [
-    ("dana", "user", "acct_4b71c9e20d8af315", "Dana Whitfield"),
-    ("sam", "support", "", ""),
-    ("alex", "admin", "", ""),
+    (DANA, "user", "acct_4b71c9e20d8af315", "Dana Whitfield"),
+    (SAM, "support", "", ""),
+    (ALEX, "admin", "", ""),
 ]
 
 
@@ -47,6 +48,10 @@ class Command(BaseCommand):
     help = "Load demo subjects, memories and people (idempotent)."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        # Its sign-ins are published: with DEBUG off the API would refuse the key anyway, and
+        # check --deploy fails while they exist. No flag overrides it.
+        if not settings.DEBUG:
+            raise CommandError(NEEDS_DEBUG)
         with transaction.atomic():
             if Agent.objects.filter(name=DEMO_AGENT).exists():
                 self.stdout.write("Demo data is already loaded.")

@@ -17,8 +17,8 @@ REASON_MAX = 2000
 SCOPE_WORDS = {
     Agent.Scope.READ: "Read: recall memories, read the ledger, the journal and run notes.",
     Agent.Scope.WRITE: "Write: write memories, ledger entries, the journal, notes and snapshots.",
-    Agent.Scope.STAFF: "Staff: delete memories in batches across every subject "
-    "(support's tooling). Give it only to a tool people run.",
+    Agent.Scope.STAFF: "Staff: delete memories in batches across every subject, and "
+    "change any agent's writes (support's tooling). Give it only to a tool people run.",
 }
 SCOPE_LIST = "read, write or staff"
 

@@ -38,6 +38,9 @@ class KeysField(forms.Field):
 def _field_for(setting: PolicySetting, value: Any) -> forms.Field:
     if setting.name == KEYS_SETTING:
         return KeysField(required=False, initial="\n".join(value))
+    if setting.off_on is not None:
+        # A box left unticked is not sent at all: off.
+        return forms.BooleanField(required=False, initial=value)
     return forms.IntegerField(
         initial=value,
         error_messages={
