@@ -168,6 +168,12 @@ def may_decide_erasures(user: Person) -> bool:
     return may_administer(user)
 
 
+def may_see_erasure_decisions(user: Person) -> bool:
+    """Why an admin declined an erasure request, on the subject's page: staff (support
+    filed it and reads the answer there); the person never asked for it."""
+    return is_staff(user)
+
+
 def may_withhold(user: Person | None, subject: OwnedSubject) -> bool:
     """Whether ``user`` may say of a memory "true, but don't use it", or lift that again.
 

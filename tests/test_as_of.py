@@ -12,7 +12,7 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from ledger.actions.erasure import erase_subject
+from ledger.actions.erasure_requests import approve_erasure, request_erasure
 from ledger.actions.lifecycle import confirm_memory, correct_memory
 from ledger.actions.recalls import record_recall
 from ledger.actors import Actor
@@ -126,11 +126,14 @@ def test_an_open_conflict_at_the_moment_is_in_the_block(
 
 
 def test_an_erased_subject_shows_nothing_of_what_was_erased(
-    agent: Agent, sam: User, clock: Callable[[datetime], None]
+    agent: Agent, sam: User, clock: Callable[[datetime], None], make_person: Callable[..., User]
 ) -> None:
     build_story(agent=agent, support=sam, clock=clock)
     story_subject = Memory.objects.filter(statement=RIGHT).get().subject
-    erase_subject(subject=story_subject, actor=Actor.for_user(sam), requested_by="Marco, by phone")
+    request = request_erasure(
+        subject=story_subject, actor=Actor.for_user(sam), reason="Marco, by phone"
+    )
+    approve_erasure(request=request, actor=Actor.for_user(make_person("ada", role="admin")))
     at = (START + timedelta(days=2, hours=1)).isoformat()
     page = signed_in(sam).get(URL, {"at": at}).content.decode()
     for statement in (WRONG, EVENING, UNRELATED, RIGHT):

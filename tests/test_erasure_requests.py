@@ -14,9 +14,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from ledger.actions.erasure import erase_subject
 from ledger.actions.erasure_requests import request_erasure
 from ledger.actors import Actor
 from ledger.models import Erasure, ErasureRequest, Memory, Subject
+from ledger.rules.refusals import Refusal
 from tests.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -259,3 +261,14 @@ def test_the_queue_costs_the_same_queries_for_few_or_many(
     for request in ErasureRequest.objects.all()[:3]:
         bea.post(reverse("erasure-request-decline", args=[request.pk]), {"reason": "not asked"})
     assert queries() == few
+
+
+def test_the_erasure_itself_refuses_support_whatever_calls_it(
+    marco: Subject, people: dict[str, User]
+) -> None:
+    with pytest.raises(Refusal) as refused:
+        erase_subject(subject=marco, actor=Actor.for_user(people["sam"]), requested_by=ASKED)
+    assert (refused.value.code, refused.value.status) == ("erasure_needs_admin", 403)
+    assert "file an erasure request" in refused.value.detail
+    assert not Erasure.objects.exists()
+    assert Memory.objects.get(subject=marco).status == "active"

@@ -70,11 +70,12 @@ def test_the_rules_hold_at_most_5_percent_of_legitimate_memories(split: str) -> 
     assert result.legit_rate <= LEGIT_HELD, wrong
 
 
-# Short of the target (docs/poisoned-writes.md): 84.2 % on test, 85.9 % held out, most
+# Short of the target (docs/poisoned-writes.md): 79.7 % on test, 87.0 % held out, most
 # misses standing orders put in words the rules do not name. The test split fell from
-# 93.3 % when statements written from the concept, never tuned on, were added to it.
+# 93.3 % and then from 84.2 % when statements written from the concept, never tuned on,
+# were added to it (on the same statements the rules before the last change held 69.6 %).
 # Strict, so meeting the target fails here until the mark is taken off.
-@pytest.mark.xfail(strict=True, reason="the rules hold 84.2 % of test and 85.9 % of held-out")
+@pytest.mark.xfail(strict=True, reason="the rules hold 79.7 % of test and 87.0 % of held-out")
 @pytest.mark.parametrize("split", ["test", HELDOUT_SPLIT])
 def test_the_rules_hold_at_least_95_percent_of_attacks(split: str) -> None:
     result, wrong = score(split)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from ledger.actions._tracking import save_tracked
-from ledger.actions.lifecycle import correct_memory
+from ledger.actions.lifecycle import confirm_memory, correct_memory
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory, Subject, WriteDecision
@@ -166,6 +166,24 @@ def test_support_sees_possible_conflicts_in_the_queue_with_both_statements(
     assert html.count("possible conflict") >= 2
     for statement in (EMAIL, NEVER_PHONE, HAPPY_PHONED):
         assert statement in html
+
+
+def test_a_possible_conflict_with_a_guess_is_queued_once_the_guess_is_confirmed(
+    api: APIClient, make_person: Callable[..., Any]
+) -> None:
+    make_person("sam", role="support")
+    write(api, EMAIL)
+    guess = write(api, HAPPY_PHONED, basis="inferred")["memory"]
+    assert guess["status"] == "pending"
+    assert Conflict.objects.open().count() == 1
+    # Only one side is in use: the person settles the guess first, on their page.
+    assert "No open conflicts." in signed_in("sam").get("/queues/conflicts/").content.decode()
+
+    memory = Memory.objects.get(pk=guess["id"])
+    confirm_memory(memory=memory, actor=Actor.system("test"), reason="The person said so.")
+    html = signed_in("sam").get("/queues/conflicts/").content.decode()
+    assert "1 conflict to resolve," in html
+    assert HAPPY_PHONED in html
 
 
 def test_the_person_sees_possible_conflicts_on_their_page(issue_example: dict[str, Any]) -> None:

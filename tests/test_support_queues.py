@@ -317,4 +317,4 @@ def test_the_queues_page_lists_every_queue(people: dict[str, User]) -> None:
     html = page(signed_in("sam"), "/queues/")
     for name in ("conflicts", "pending", "review", "journal"):
         assert f'href="/queues/{name}/"' in html
-    assert "Erasure needs no queue" in html
+    assert "a person's own erasure, and an admin's, happen at once" in html

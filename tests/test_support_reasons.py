@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from ledger.actions.conflicts import dismiss_conflict, keep_commitment, resolve_conflict
 from ledger.actions.erasure import erase_subject
+from ledger.actions.erasure_requests import request_erasure
 from ledger.actions.expiry import expire_due
 from ledger.actions.ledger_entries import record_ledger_entry
 from ledger.actions.lifecycle import (
@@ -24,7 +25,7 @@ from ledger.actions.lifecycle import (
 )
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
-from ledger.models import Agent, Conflict, Erasure, LedgerEntry, Memory, Subject
+from ledger.models import Agent, Conflict, Erasure, ErasureRequest, LedgerEntry, Memory, Subject
 from ledger.rules.refusals import Refusal
 from tests.conftest import SUBJECT
 
@@ -145,10 +146,17 @@ def _dismiss(scene: Scene) -> Act:
 
 
 def _erase(scene: Scene) -> Act:
-    # Staff erasing for the person say who asked: the erasure's reason.
+    # Staff erasing for the person say who asked: the erasure's reason, or support's
+    # request's (an admin approves it).
     scene.remember("Happy to be phoned about deliveries.")
     subject = Subject.objects.get(ref=SUBJECT)
-    return lambda actor, reason: erase_subject(subject=subject, actor=actor, requested_by=reason)
+
+    def act(actor: Actor, reason: str) -> object:
+        if actor.role == "support":
+            return request_erasure(subject=subject, actor=actor, reason=reason)
+        return erase_subject(subject=subject, actor=actor, requested_by=reason)
+
+    return act
 
 
 CASES = [
@@ -192,6 +200,7 @@ def everything() -> tuple[object, ...]:
         sorted((c.pk, c.status, c.resolution or "") for c in Conflict.objects.all()),
         sorted((str(e.pk), e.status) for e in LedgerEntry.objects.all()),
         Erasure.objects.count(),
+        ErasureRequest.objects.count(),
         Memory.history.count(),
         Conflict.history.count(),
         Subject.history.count(),

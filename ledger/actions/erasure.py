@@ -46,6 +46,7 @@ from ledger.models.erasable import (
 from ledger.models.history import stamp_mac
 from ledger.rules import webhooks
 from ledger.rules.people import checked_request
+from ledger.rules.refusals import Refusal
 
 # History rows rewritten per statement.
 HISTORY_BATCH = 500
@@ -66,6 +67,14 @@ def erase_subject(
     someone (the person by phone, say), who must give it; the person erasing for themselves
     asked, whatever it says.
     """
+    if actor.user is not None and access.erasure_needs_approval(actor.user, subject):
+        # Support files a request instead (``actions.erasure_requests``): an admin erases.
+        raise Refusal(
+            "erasure_needs_admin",
+            "Support's erasure of someone takes effect when an admin approves it: file an "
+            "erasure request. Nothing was erased.",
+            403,
+        )
     if actor.user is not None and access.acts_for_person(actor.user, subject):
         requested_by = actor.label
     else:

@@ -141,16 +141,12 @@ def _next_seals(chain: Chain, wanted: Q, using: str) -> _Pass:
     now = timezone.now()
     done = _Pass()
     macs = _has_macs(chain)
+    refused: list[tuple[int, str]] = []
     for row in rows.values(*chain.columns, *macs)[:SEAL_BATCH]:
         done.looked_at += 1
         done.last_row_id = row[chain.row_id]
         if macs and (problem := mac_problem(chain.model, row)):
-            logger.error(
-                "Not sealed: %s row %s: %s. verify_audit names it.",
-                chain.label,
-                row[chain.row_id],
-                problem,
-            )
+            refused.append((row[chain.row_id], problem))
             continue
         seq += 1
         digest = digest_of(chain, row)
@@ -164,6 +160,17 @@ def _next_seals(chain: Chain, wanted: Q, using: str) -> _Pass:
                 hash=previous,
                 sealed_at=now,
             )
+        )
+    if refused:
+        # One line a batch, not a row: thousands of forged rows must not flood the log.
+        first_id, first_problem = refused[0]
+        logger.error(
+            "Not sealed: %d %s row(s) the application did not write as they stand, the "
+            "first row %s: %s. verify_audit names them.",
+            len(refused),
+            chain.label,
+            first_id,
+            first_problem,
         )
     return done
 

@@ -351,6 +351,16 @@ class ConflictQuerySet(models.QuerySet["Conflict"]):
     def open(self) -> ConflictQuerySet:
         return self.filter(open_conflict())
 
+    def with_active_sides(self) -> ConflictQuerySet:
+        """Each conflict's memories in use, as ``active_sides``: a memory waiting for a
+        person (a guess, a held write) is no side yet, and the subject's page shows a
+        conflict only once it has two sides (``ConflictView.sides``)."""
+        return self.annotate(
+            active_sides=Count(
+                "memories", filter=Q(memories__status=MemoryStatus.ACTIVE), distinct=True
+            )
+        )
+
     def visible_to(self, user: access.Person) -> ConflictQuerySet:
         return self.filter(access.visible_subjects(user, via="subject__"))
 

@@ -1,4 +1,5 @@
-"""Which erasure ran when an admin approved which of support's requests.
+"""Which erasure ran when an admin approved which of support's requests, and where a
+subject's requests stand.
 
 An erasure's own row says who carried it out (the approving admin), not who filed the
 request and recorded who asked: the erasure review names both, from the request.
@@ -8,9 +9,50 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
 
-from ledger.models import Erasure, ErasureRequest
+from ledger.models import Erasure, ErasureRequest, Subject
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A subject's request waiting for an admin, and its latest decided one when an admin
+    declined it (support, who filed it, reads why on the subject's page)."""
+
+    waiting: ErasureRequest | None
+    declined: ErasureRequest | None
+
+    @property
+    def labels(self) -> list[str]:
+        """Who filed and who decided, for ``Names``."""
+        return [
+            label
+            for request in (self.waiting, self.declined)
+            if request is not None
+            for label in (request.requested_by, request.decided_by)
+            if label
+        ]
+
+
+def standing(subject: Subject, erasures: Iterable[Erasure] = ()) -> Standing:
+    """Where ``subject``'s erasure requests stand, in one query.
+
+    One request waits at a time and the next may be filed only once it is decided, so the
+    newest request is the waiting one, if any, and the newest decided one is beside it. A
+    decline that an erasure (``erasures``, the subject's) came after says nothing any more."""
+    latest = list(subject.erasure_requests.order_by("-created_at", "-pk")[:2])
+    waiting = next((r for r in latest if r.decision == ErasureRequest.Decision.WAITING), None)
+    decided = next((r for r in latest if r.decision != ErasureRequest.Decision.WAITING), None)
+    declined = None
+    if (
+        decided is not None
+        and decided.decision == ErasureRequest.Decision.DECLINED
+        and decided.decided_at is not None
+        and all(erasure.erased_at < decided.decided_at for erasure in erasures)
+    ):
+        declined = decided
+    return Standing(waiting=waiting, declined=declined)
 
 
 def approved_requests(erasures: Iterable[Erasure]) -> dict[int, ErasureRequest]:

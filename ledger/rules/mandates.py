@@ -114,7 +114,8 @@ _GIVE = r"(?:give|offer|issue|apply|add|provide|send|extend|get|receive|have|kee
 # to her original card".
 _TOPIC = r"(?:for|of|about|on|after|regarding|per|before)\s+(?:\w+\s+)?$"
 _ROUTE = re.compile(
-    r"\b(?:to|into|onto|back to)\s+(?:her|his|their|the)\s+(?:new\s+|old\s+|main\s+)?"
+    r"\b(?:to|into|onto|back to|reach|reaches|arrive (?:in|at))\s+(?:her|his|their|the)\s+"
+    r"(?:new\s+|old\s+|main\s+)?"
     r"(?:original|own|usual|bank|card|"
     r"account|payment|paypal)\b"
 )
@@ -203,16 +204,29 @@ def _favoured(clause: str, body: str) -> bool:
     return False
 
 
+# A short label: a noun phrase of up to three words.
+_LABEL = re.compile(r"^\s*(?:[\w'’-]+\s+){0,2}[\w'’-]+\s*$")
+# A plural noun with what it comes from, the subject of a clause ("requests from her should
+# be …", "returns from this household are …"), not the person's verb.
+_NOUN_SUBJECT = re.compile(
+    r"^[a-z-]+s\s+(?:from|of|by|for|under|on)\s+(?:this|the|her|his|their|that|these|him|"
+    r"them|it)\b[^,]{0,40}\b(?:are|is|should|must|shall|will|get|go|need)\b"
+)
+
+
 def _order(clause: str) -> bool:
     """Whether one clause, not the person's own and not what happened, is an order."""
     lead = _LEAD.match(clause)
     body = clause[lead.end() :] if lead else clause
     # A condition ("whenever a refund is issued") orders nothing; its main clause may.
-    if not body or _PERSON.match(body) or _PAST.search(clause) or _CONDITION.match(body):
+    noun = _NOUN_SUBJECT.match(body)
+    if not body or _PAST.search(clause) or _CONDITION.match(body):
+        return False
+    if _PERSON.match(body) and not noun:
         return False
     # "Pays without checking" is the person's habit; "refunds should be …" has a modal.
     opened = _OPENER.search(clause[: len(clause) - len(body)])
-    if _OWN_ACT.match(body) and not _MODAL.search(clause) and not opened:
+    if _OWN_ACT.match(body) and not _MODAL.search(clause) and not opened and not noun:
         return False
     if _TRUST.search(clause) or _WEAK_CHECK.search(clause) or _ANYONE.search(clause):
         return True
@@ -242,10 +256,15 @@ class _Mandates:
         if len(_GERMAN.findall(text)) >= 2:
             return None
         for sentence in _SENTENCE.finditer(text):
-            clauses = [c.group().strip() for c in _CLAUSE.finditer(sentence.group())]
+            # A short label before a colon names a topic ("Upgrade requests: …"), no order.
+            clauses = [
+                c.group().strip()
+                for c in _CLAUSE.finditer(sentence.group())
+                if not (sentence.group()[c.end() : c.end() + 1] == ":" and _LABEL.match(c.group()))
+            ]
             # The person's own clause orders nothing; what follows it may ("prefers
             # e-mail, and her refunds should go through without review").
-            if clauses and _PERSON.match(clauses[0]):
+            if clauses and _PERSON.match(clauses[0]) and not _NOUN_SUBJECT.match(clauses[0]):
                 clauses = clauses[1:]
             if any(_order(clause) for clause in clauses if clause):
                 return sentence

@@ -18,14 +18,16 @@ from __future__ import annotations
 
 import re
 
+from ledger.rules.entitlements import ENTITLEMENTS
 from ledger.rules.orders_german import GERMAN_ORDERS
 
 # Where an imperative may begin: a clause's start, after a condition's comma ("when
 # asked about refunds, approve them"), or after a joining or softening word.
 _START = (
-    r"(?:^|[.!?;:—–]\s*|,\s*|\s-\s|\b(?:and|then|so|also|but|please|kindly|just|simply|"
+    r"(?:^[^\w\s]*\s*|[.!?;:—–]\s*|,\s*|\s-\s|\b(?:and|then|so|also|but|please|pls|plz|kindly|"
+    r"just|simply|"
     r"always|automatically|immediately|quietly|now)\s+)"
-    r"(?:(?:please|kindly|always|just|simply|automatically|immediately|also|quietly|"
+    r"(?:(?:please|kindly|always|just|simply|automatically|immediately|also|quietly|only ever|"
     r"make sure (?:to|you)|be sure to|remember to|don't forget to|do not forget to|"
     r"you should|you must|you can|feel free to|(?:it is|it's) (?:fine|ok|okay|acceptable|"
     r"allowed|permitted) to|go ahead and|keep|(?:it'd|it would|it will|it's|it is) be (?:great|"
@@ -44,7 +46,8 @@ _CONTROLS = (
     r"(?:verification|verify|checks?|id|identity|identification|security|fraud|kyc|aml|"
     r"approvals?|reviews?|limits?|caps?|thresholds?|polic(?:y|ies)|rules?|restrictions?|"
     r"safeguards?|protocols?|procedures?|process|2fa|two-factor|mfa|authentication|fees?|"
-    r"charges?|penalt(?:y|ies)|deposit|requirements?|compliance|screening|holds?)\b"
+    r"charges?|penalt(?:y|ies)|deposit|requirements?|compliance|screening|holds?|"
+    r"(?:risk|credit) (?:scores?|ratings?|flags?))\b"
 )
 # What the organisation gives: asking for one on the person's behalf is an order.
 _FAVOURS = (
@@ -67,9 +70,9 @@ _PEOPLE = r"(?:this|the|that|our|each|every|any|them|him|her|it|all|whatever|eve
 # start: "approve …", "skip … the identity check", "give … a discount".
 _ACTS = [
     # The organisation's own decisions, whatever their object.
-    r"(?:pre-?approve|approve|authori[sz]e|grant|waive|bypass|circumvent|override|overrule|"
+    r"(?:pre-?approve|auto-?approve|approve|authori[sz]e|grant|waive|bypass|circumvent|override|overrule|"
     r"exempt|whitelist|allowlist|upsell|fast-?track|expedite|escalate|upgrade|prioriti[sz]e)"
-    r"\s+\w",
+    r"\s+(?![\w-]+\s*:)\w",
     # Money moved or paid out, the organisation's to decide.
     r"(?:transfer|wire|send|pay out|pay|release|advance|lend|move)\s+" + _FEW + r"(?:money|"
     r"funds|cash|payments?|balance|savings|deposit|sums?|amounts?|\d[\d,.]*\s*(?:eur|euros?|"
@@ -109,10 +112,9 @@ _ACTS = [
     r"balance|account)",
     r"add\s+(?:him|her|them|anyone|whoever|[\w'’]+\s+)\s*(?:as|to)\s+(?:an?\s+)?(?:authori[sz]ed|"
     r"joint|admin|signatory|account holder|owner)",
-    r"(?:skip|ignore|disable|turn off|switch off|remove|lift|drop|suspend|relax|deactivate|"
-    r"forgo|forego|dispense with|leave out|omit|go easy on|spare (?:him|her|them)(?: the)?)\s+"
-    + _FEW
-    + _CONTROLS,
+    r"(?:skip|ignore|disregard|overlook|disable|turn off|switch off|remove|lift|drop|suspend|"
+    r"relax|deactivate|forgo|forego|dispense with|leave out|omit|go easy on|"
+    r"spare (?:him|her|them)(?: the)?)\s+" + _FEW + _CONTROLS,
     r"(?:give|offer|apply|add|issue|provide|promise|grant)\s+" + _FEW + _FAVOURS,
     r"(?:raise|increase|extend|lift|double)\s+" + _FEW + r"(?:limits?|credit|deadlines?|"
     r"trials?|overdraft|caps?|allowance)\b",
@@ -157,8 +159,8 @@ _ACTS = [
     r"(?:recommend|push|promote|pitch|suggest|sell|offer)\s+(?:only\s+)?(?:(?:him|her|them|"
     r"this customer)\s+)?(?:the|our|an?|this|that|their)\s+" + _FEW + _PRODUCTS,
     r"(?:recommend|push|pitch|suggest|upsell)\s+(?:it|them)\b",
-    r"(?:close|decide|settle|resolve|handle|rule on)\s+(?:[^\s.!?;:]+\s+){0,7}?in (?:their|"
-    r"his|her|the customer's|the caller's) favou?r\b",
+    r"(?:close|decide|settle|resolve|handle|rule on|rule|find|err|come down)\s+"
+    r"(?:[^\s.!?;:]+\s+){0,7}?in (?:their|his|her|the customer's|the caller's) favou?r\b",
     r"side with\s+(?:the customer|the caller|this customer|him|her|them)\b",
     r"(?:let|allow|permit|enable)\s+(?:this customer|the customer|the caller|them|him|her)\s+"
     r"(?:to\s+)?(?:skip|bypass|have|keep|access|override|off|return|cancel|pay late|borrow|"
@@ -170,7 +172,8 @@ _ACTS = [
     r"(?:agree to|say yes to|go along with|accept|take)\s+(?:any|every|all|whatever|each|"
     r"their word|his word|her word|the customer's word)\b",
     r"(?:consider|deem|assume)\s+(?:that\s+)?(?:[^\s.!?;:]+\s+){0,5}?(?:is\s+|are\s+)?"
-    r"(?:verified|trusted|approved|authori[sz]ed|confirmed|entitled)\b",
+    r"(?:already\s+)?(?:verified|trusted|approved|authori[sz]ed|confirmed|entitled|paid|settled|"
+    r"waived|covered|cleared)\b",
     r"prioriti[sz]e\s+(?:this|their|his|her|the)\s+(?:customer|account|caller|requests?|"
     r"tickets?|orders?|claims?)\b",
     r"(?:tell|inform|assure|promise)\s+(?:[^\s.!?;:]+\s+){0,5}?(?:is|are|will be|has been)\s+"
@@ -550,4 +553,4 @@ _ENGLISH = [
     ),
 ]
 
-ORDERS = _ENGLISH + GERMAN_ORDERS
+ORDERS = _ENGLISH + ENTITLEMENTS + GERMAN_ORDERS

@@ -17,7 +17,7 @@ _DE_DECIDE = (
     r"zustimmen|ignorieren|verzichten|aussetzen|deaktivieren|abschalten|entsperren|"
     r"erlauben|gestatten|auszahlen|anerkennen|herausgeben|gutschreiben|überweisen|"
     r"priorisieren|hochstufen|upgraden|bevorzugen|durchlassen|anheben|hochsetzen|abschreiben|"
-    r"übernehmen|entgegenkommen|"
+    r"übernehmen|entgegenkommen|zurückbuchen|zurückerstatten|zurückzahlen|"
     r"streichen)"
 )
 # Verbs of the person's own that open a clause describing them, not ordering.
@@ -249,5 +249,102 @@ GERMAN_ORDERS = [
         + r")[^.!?;:]{0,60}\b(?:nie|niemals|nicht|keinesfalls)\s+(?:\w+\s+)?(?:prüfen|"
         r"nachprüfen|kontrollieren|verifizieren|hinterfragen|anzweifeln|in frage stellen)\s*"
         r"(?:[.!?;:,]|$)"
+    ),
+    # A favour by the word of the organisation's own: "die Geschäftsleitung hat zugestimmt,
+    # dass sie nie Versand zahlt".
+    re.compile(
+        r"\b(?:geschäftsleitung|geschaeftsleitung|filialleitung|teamleitung|abteilungsleitung|"
+        r"management|zentrale|compliance|rechtsabteilung|vorstand|direktion|kundendienst|"
+        r"support)\s+(?:hat|haben)\s+(?:\w+\s+)?(?:zugestimmt|entschieden|genehmigt|freigegeben|"
+        r"erlaubt|angeordnet|bestätigt|beschlossen|festgelegt|vereinbart)\b[^.!?;]{0,60}"
+        r"(?:\b(?:nie|niemals|nichts|keine?\w*)\b[^.!?;]{0,30}\b(?:zahl\w*|bezahl\w*|gebühr\w*|"
+        r"versand\w*|kosten|prüf\w*|kontroll\w*|ausweis\w*)|\b(?:kostenlos\w*|gratis|erlassen|"
+        r"befreit|rabatt\w*|erstatt\w*|gutschrift\w*|vorrang)\b|\bohne\s+(?:\w+\s+)?"
+        r"(?:prüfung|kontrolle|nachweis|beleg|ausweis|rückfrage))"
+    ),
+    # "… sind zu erfüllen", "Mahngebühren bitte stornieren": granted in the infinitive.
+    re.compile(
+        r"\b(?:ist|sind)\s+(?:\w+\s+){0,3}?(?:zu\s+(?:erfüllen|akzeptieren|honorieren|"
+        r"stornieren|genehmigen|erstatten|erlassen|bewilligen|gewähren)|anzuerkennen|"
+        r"freizugeben|auszuzahlen|gutzuschreiben|abzuschreiben|durchzuwinken)\b|"
+        r"(?:^|[.!?;:]\s*)(?!" + _DE_PERSON + r")[^.!?;:]{0,30}(?:gebühr|mahn|zinsen|forderung|"
+        r"schulden)\w*\b[^.!?;:]{0,40}\b(?:stornieren|streichen|ausbuchen|niederschlagen)\s*"
+        r"(?:[.!?;:]|$)"
+    ),
+    # A grant after a condition on their asking: "wenn er nach Rabatt fragt, bekommt er 20 %".
+    re.compile(
+        r"\b(?:wenn|falls|sobald|sollte)\s+(?:er|sie|der kunde|die kundin)\b[^.!?;:]{0,60},\s*"
+        r"(?:(?:bekommt|erhält|kriegt)\s+(?:er|sie)\b[^.!?;:]{0,30}(?:\d+\s?%|\b(?:rabatt|"
+        r"gutschrift|erstattung|nachlass|gratis|kostenlos|upgrade|gutschein|vorrang)\w*)|(?:wird|"
+        r"ist)\s+(?:sie|er|es|das|dies|diese)\s+(?:sofort\s+|automatisch\s+)?(?:genehmigt|"
+        r"gewährt|erstattet|freigegeben|bewilligt|gutgeschrieben))"
+    ),
+    # Granting nouns: "Automatische Freigabe aller Rücksendungen".
+    re.compile(
+        r"(?:^|[.!?;:]\s*)(?![^.!?;:]*\b(?:wurde|wurden|worden|hat|hatte|hatten)\b)[^.!?;:]*"
+        r"\b(?:automatische|sofortige|pauschale|generelle|bedingungslose)\w*\s+(?:freigabe|"
+        r"genehmigung|erstattung|gutschrift|annahme|bewilligung|rückerstattung)\w*\b"
+    ),
+    # A check done away with: "brauchen sie nicht nach dem Ausweis zu fragen", "ist vorab
+    # verifiziert", "werden nicht angefochten", "gelten die üblichen Limits nicht",
+    # "Sicherheitsfragen entfallen".
+    re.compile(
+        r"\b(?:brauchen?|braucht|brauchst)\s+(?:\w+\s+){0,4}?(?:nicht|nie|niemals|keine?n?)\s+"
+        r"(?:\w+\s+){0,4}?(?:" + _DE_CHECK + r"|zu (?:fragen|prüfen|kontrollieren|verifizieren))|"
+        r"\b(?:ist|sind|gilt|gelten)\b[^.!?;:]{0,30}\b(?:vorab|im voraus|pauschal|dauerhaft|"
+        r"grundsätzlich|generell)\s+(?:verifiziert|geprüft|freigegeben|genehmigt|"
+        r"authentifiziert|legitimiert|bestätigt)\b|\b(?:wird|werden)\s+(?:\w+\s+)?(?:nicht|nie|"
+        r"niemals)\s+(?:angefochten|geprüft|kontrolliert|hinterfragt|abgelehnt|beanstandet|"
+        r"bestritten|gemeldet|markiert|berechnet|überprüft|verweigert|gesperrt|gemahnt)\b"
+    ),
+    re.compile(
+        r"\bgelten\b[^.!?;:]{0,40}\b(?:\w*limits?|\w*gebühren|regeln|\w*prüfungen|fristen|"
+        r"\w*grenzen|kontrollen|richtlinien|vorgaben|beschränkungen|einschränkungen)\b"
+        r"[^.!?;:]{0,20}\bnicht\b|\b(?:\w*limit|\w*gebühr|regel|\w*prüfung|frist|\w*grenze|"
+        r"kontrolle|richtlinie|vorgabe|beschränkung)\w*\s+(?:gilt|gelten)\s+(?:\w+\s+){0,3}?"
+        r"nicht\b|" + _DE_CHECK + r"\s+(?:entfällt|entfallen|fällt weg|fallen weg)\b|"
+        r"\b(?:entfällt|entfallen)\b[^.!?;:]{0,30}\b" + _DE_CHECK
+    ),
+    # A favour promised for good: "wir haben vereinbart, dass sie den alten Preis für immer
+    # behält"; the person's own agreement ("Hat vereinbart, …") is an event.
+    re.compile(
+        r"(?:^|[.!?;:]\s*)(?!(?:hat|hatte|hätte|möchte|will)\b)[^.!?;:]*\b(?:vereinbart|"
+        r"zugesagt|versprochen|garantiert|abgemacht)\b[^.!?;:]{0,60}\b(?:für immer|dauerhaft|"
+        r"lebenslang|auf lebenszeit|unbegrenzt)\b"
+    ),
+    # "Teilen Sie ihm mit, dass Premium die einzige passende Option ist"; "muss sich nicht
+    # mehr ausweisen".
+    re.compile(
+        r"\b(?:teile|teilen sie|sag|sage|sagen sie|erkläre|erklären sie|versichere)\b"
+        r"[^.!?;:]{0,40}\b(?:einzige|beste|richtige)\s+(?:\w+\s+)?(?:option|wahl|lösung|tarif|"
+        r"produkt|möglichkeit)\b|\b(?:muss|müssen|musst|braucht|brauchen)\s+sich\s+(?:\w+\s+)"
+        r"{0,3}?(?:nicht|nie|niemals)\s+(?:mehr\s+)?(?:zu\s+)?(?:ausweisen|legitimieren|"
+        r"identifizieren|verifizieren)\b"
+    ),
+    # Their word made proof: "ihr Wort genügt als Nachweis".
+    re.compile(
+        r"\b(?:ihr|sein|deren|dessen)\s+(?:wort|zusage|aussage|angabe|bestätigung)\b[^.!?;:]{0,20}"
+        r"\b(?:genügt|reicht|gilt als (?:nachweis|beleg|beweis|verifizierung|quittung))\b"
+    ),
+    # "Rezepte für ihn ohne ärztliche Kontrolle verlängern": an infinitive order with the
+    # check left out; "Datenvolumen-Limits gibt es für ihn nicht".
+    re.compile(
+        r"(?:^|[.!?;:]\s*)(?!"
+        + _DE_PERSON
+        + r")[^.!?;:]{0,40}\bohne\s+(?:\w+\s+)?"
+        + _DE_CHECK
+        + r"\b[^.!?;:]{0,30}\b[a-zäöü]+(?:en|ern|eln)\s*(?:[.!?;:]|$)"
+    ),
+    re.compile(
+        r"\b(?:\S*limits?|\S*gebühren|\S*prüfungen|\S*kontrollen|\S*grenzen|\S*beschränkungen)\s+"
+        r"gibt es\b[^.!?;:]{0,40}\b(?:nicht|keine)\b|\bgibt es\s+(?:für\s+\w+\s+(?:\w+\s+)?)?keine"
+        r"\s+(?:\S*limits?|\S*gebühren|\S*prüfung\w*|\S*kontrolle\w*|\S*grenzen)\b"
+    ),
+    # "… sind ungeprüft zu regulieren", "steht auf der Liste ohne Gebühren".
+    re.compile(
+        r"(?:^|[.!?;:]\s*)(?!" + _DE_PERSON + r")[^.!?;:]*\b(?:ungeprüft|unkontrolliert|ohne "
+        r"weitere prüfung)\b[^.!?;:]{0,30}\b(?:zu\s+[a-zäöü]+en|[a-zäöü]+zu[a-zäöü]+en|[a-zäöü]+en)"
+        r"\s*(?:[.!?;:]|$)|\bauf\s+der\s+liste\s+(?:ohne|für)\s+(?:\w+\s+)?(?:gebühren|prüfung|"
+        r"kontrolle|kosten)\b"
     ),
 ]

@@ -136,11 +136,11 @@ POLICY_SETTINGS: tuple[PolicySetting, ...] = (
     PolicySetting(
         OTHERS_SETTING,
         "Agents change each other's writes",
-        "Off: an agent may correct or delete only the memories it wrote, and promote, "
-        "supersede, edit or withdraw only its own ledger entries; what another agent or a "
-        "person wrote is refused (not_your_write), unless the agent's key holds the staff "
-        "scope. On: any agent that may write may change them all. A run, with its journal, "
-        "notes and snapshots, stays its own agent's either way.",
+        "Off: an agent may correct or delete only what it wrote itself, and what another "
+        "agent or a person wrote is refused; keys given the staff permission (on the Agents "
+        "page) still may change it. On: any agent that may write may change any agent's "
+        "memories and ledger entries. An agent's own runs and their notes stay its own "
+        "either way.",
         "",
         "",
         0,

@@ -101,10 +101,17 @@ def _fragment(request: SignedInRequest, erasure_request: ErasureRequest) -> Mapp
 def _decided(
     request: SignedInRequest, erasure_request: ErasureRequest, message: str
 ) -> HttpResponse:
+    """htmx: the decided card leaves the waiting list, and the count, the decided list
+    (it on top) and the words said come out of band: the same queries as the page."""
     return answer(
         request,
-        fragment=f"{TEMPLATE}#request",
-        context=lambda: {**_fragment(request, erasure_request), "said": message},
+        fragment=f"{TEMPLATE}#decided-answer",
+        context=lambda: {
+            **_page(request),
+            "said": message,
+            "oob": True,
+            "just": erasure_request.pk,
+        },
         redirect_to=reverse("erasure-requests"),
         message=message,
     )

@@ -36,6 +36,7 @@ from ledger.actions.lifecycle import (
 )
 from ledger.actors import Actor
 from ledger.models import Conflict, LedgerEntry, Memory, MemoryQuerySet, Policy, Source, Subject
+from ledger.reads.erasure_requests import standing as erasure_standing
 from ledger.reads.names import Names
 from ledger.rules.conflicts import ConflictMove, allows_conflict_move
 from ledger.rules.holds import held_for_review
@@ -212,10 +213,11 @@ def page_context(
         for c, group in zip(conflicts, contenders, strict=True)
     ]
     erasures = list(subject.erasures.all())
-    # Support's erasure waiting for an admin (``access.erasure_needs_approval``).
-    waiting = subject.erasure_requests.waiting().first()
-    labels = [e.erased_by for e in erasures] + ([waiting.requested_by] if waiting else [])
-    names = Names.for_labels(request.user, labels)
+    # Support's erasure waiting for an admin (``access.erasure_needs_approval``), and the
+    # last one an admin declined, with why: support reads it here.
+    requests = erasure_standing(subject, erasures)
+    declined = requests.declined if access.may_see_erasure_decisions(request.user) else None
+    names = Names.for_labels(request.user, [e.erased_by for e in erasures] + requests.labels)
     return {
         "subject": subject,
         "own": context.own,
@@ -233,7 +235,11 @@ def page_context(
         "has_any": Memory.objects.for_subject(subject).shown_on_subject_page().exists(),
         "in_use": Memory.objects.for_subject(subject).servable().exists(),
         "erasures": [(e, names.who(e.erased_by)) for e in erasures],
-        "erasure_requested_by": names.who(waiting.requested_by) if waiting else "",
+        "erasure_requested_by": (
+            names.who(requests.waiting.requested_by) if requests.waiting else ""
+        ),
+        "erasure_declined": declined,
+        "erasure_declined_by": names.who(declined.decided_by) if declined else "",
         "undo_seconds": undo_seconds(),
     }
 

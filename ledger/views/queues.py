@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -15,9 +15,11 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from ledger import access
 from ledger.actions.journal import resolve_journal_entry
 from ledger.actors import Actor
-from ledger.models import Conflict, JournalEntry, Memory
+from ledger.models import Conflict, ErasureRequest, JournalEntry, Memory
+from ledger.models.ledger_entries import ledger_entry_in_force
 from ledger.rules.journal import stale_intent_cutoff
 from ledger.rules.refusals import Refusal
 from ledger.views.answers import answer, refused
@@ -46,7 +48,8 @@ class Queue:
         return reverse("queue", args=[self.name])
 
 
-# Erasure is not queued: the person erases at once, and the erasure leaves its own record.
+# Erasure is not support's queue: the person's own and an admin's happen at once, and
+# support's waits for an admin on the admins' page (counted for them by ``queue_context``).
 QUEUES = {
     queue.name: queue
     for queue in [
@@ -90,9 +93,16 @@ def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
     """What is waiting in the queue ``name`` at ``now``, with what its rows show."""
     match name:
         case "conflicts":
-            # A possible conflict shows its two statements: they are why it is queued.
+            # A possible conflict shows its two statements: they are why it is queued. One
+            # with a side still waiting for a person is settled there first, and the
+            # subject's page does not show it yet: not queued.
             return (
                 Conflict.objects.open()
+                .with_active_sides()
+                .filter(
+                    Q(active_sides__gte=2)
+                    | Q(active_sides=1) & ledger_entry_in_force(now, via="commitment__")
+                )
                 .select_related("subject", "commitment")
                 .prefetch_related("memories")
             )
@@ -129,10 +139,21 @@ def queue_counts(now: datetime) -> list[tuple[Queue, Waiting]]:
     return [(queue, waiting(queue_rows(queue.name, now))) for queue in QUEUES.values()]
 
 
+def queue_context(request: SignedInRequest, now: datetime) -> dict[str, Any]:
+    """The queue box's counts; for an admin also the erasure requests waiting for one (one
+    more count), which support only files."""
+    erasures = (
+        waiting(ErasureRequest.objects.waiting())
+        if access.may_decide_erasures(request.user)
+        else None
+    )
+    return {"counts": queue_counts(now), "erasures_waiting": erasures}
+
+
 @support_only
 @require_GET
 def queues(request: SignedInRequest) -> HttpResponse:
-    return render(request, "ledger/queues.html", {"counts": queue_counts(timezone.now())})
+    return render(request, "ledger/queues.html", queue_context(request, timezone.now()))
 
 
 @support_only

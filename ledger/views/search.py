@@ -29,7 +29,7 @@ from ledger.views.answers import answer
 from ledger.views.forms.search import FILTERS, SearchForm
 from ledger.views.http import SignedInRequest, support_only
 from ledger.views.paging import BadCursor, asked, keyset_page, next_query
-from ledger.views.queues import queue_counts
+from ledger.views.queues import queue_context
 
 PAGE_SIZE = 50
 SUBJECTS_SHOWN = 10
@@ -134,7 +134,7 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
             next_query=next_query(request.GET, page.next_cursor),
         )
     else:
-        context.update(subjects=subjects[:HOME_SUBJECTS], counts=queue_counts(now))
+        context.update(subjects=subjects[:HOME_SUBJECTS], **queue_context(request, now))
     template = "ledger/home.html"
     if request.htmx and request.htmx.target in ("search-results", "subject-results"):
         template += "#" + request.htmx.target

@@ -18,6 +18,7 @@ from ledger.actions.subjects import set_memory_paused
 from ledger.actors import Actor
 from ledger.models import Memory, Subject
 from ledger.reads.exports import export_subject
+from ledger.reads.names import Names
 from ledger.rules.people import ERASURE_REQUEST_MAX
 from ledger.rules.refusals import Refusal
 from ledger.views.answers import answer
@@ -83,10 +84,18 @@ def subject_erase(request: SignedInRequest, ref: str) -> HttpResponse:
     subject = _visible_subject(request, ref)
     own = is_own(request, subject)
     needs_approval = access.erasure_needs_approval(request.user, subject)
+    # A request already waiting is said up front: support's form would only be refused.
+    waiting = subject.erasure_requests.waiting().first() if not own else None
     context = {
         "subject": subject,
         "own": own,
         "needs_approval": needs_approval,
+        "waiting": waiting,
+        "waiting_by": (
+            Names.for_labels(request.user, [waiting.requested_by]).who(waiting.requested_by)
+            if waiting
+            else ""
+        ),
         "typed": "",
         "error": "",
         "requested_by": "",
