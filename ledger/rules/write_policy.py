@@ -145,7 +145,10 @@ POLICY_SETTINGS: tuple[PolicySetting, ...] = (
         "",
         0,
         1,
-        off_on=("off: each agent changes only its own writes", "on: any agent's writes"),
+        off_on=(
+            "off: each agent changes only its own writes",
+            "on: any agent changes any agent's writes",
+        ),
     ),
 )
 POLICY_SETTING_NAMES = frozenset(setting.name for setting in POLICY_SETTINGS)
