@@ -10,15 +10,13 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
-from io import StringIO
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.management import CommandError, call_command
 from django.db import connection
 
 from ledger.actions import seals
@@ -34,30 +32,12 @@ from ledger.reads import audit_chain
 from ledger.tasks import checkpoint_audit
 from memoryadmin.celery import app
 from tests.conftest import SUBJECT
+from tests.test_audit_chain import OTHER, WRITTEN, refused, sql, verify
 
 pytestmark = pytest.mark.django_db
 
-OTHER = "acct_5c0ffee5c0ffee51"
-WRITTEN = datetime(2025, 3, 4, 9, 30, tzinfo=UTC)
 HISTORY = Memory.history.model
 TABLE = HISTORY._meta.db_table
-
-
-def verify(*args: str) -> str:
-    out = StringIO()
-    call_command("verify_audit", *args, stdout=out, stderr=out)
-    return out.getvalue()
-
-
-def refused(*args: str) -> str:
-    with pytest.raises(CommandError) as failure:
-        verify(*args)
-    return str(failure.value)
-
-
-def sql(statement: str, params: list[Any] | None = None) -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(statement, params)
 
 
 def checkpoints() -> Path:

@@ -208,8 +208,8 @@ def _message(model: type[models.Model], nonce: str, row: Mapping[str, Any]) -> b
 
 def canonical(data: Mapping[str, Any]) -> bytes:
     """``data`` as the same bytes whether its values were read back from the database or
-    are about to be written: nulls left out (a nullable column added later changes no
-    older row's MAC), times in UTC."""
+    are about to be written, for a row's MAC and for the chain's digests alike: nulls left
+    out (a nullable column added later changes no older row's MAC or hash), times in UTC."""
     present = {name: value for name, value in data.items() if value is not None}
     text = json.dumps(
         present, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
@@ -224,4 +224,4 @@ def _plain(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, UUID | Decimal):
         return str(value)
-    raise TypeError(f"Cannot make a MAC over a {type(value).__name__}.")
+    raise TypeError(f"The audit cannot encode a {type(value).__name__}.")

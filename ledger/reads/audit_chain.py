@@ -37,15 +37,12 @@ in its migration (``reseal``), each chain checked first as the release before se
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
-from decimal import Decimal
+from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
-from uuid import UUID
 
 from django.apps import apps
 from django.apps.registry import Apps
@@ -55,7 +52,7 @@ from django.db.models import Count, Exists, Min, OuterRef, Q
 from django.utils import timezone
 
 from ledger.models import AuditSeal, Erasure
-from ledger.models.audit import MAC_FIELD
+from ledger.models.audit import MAC_FIELD, canonical
 from ledger.models.erasable import ERASABLE, ERASURE_REASONS, Erasable, blank_value
 
 logger = logging.getLogger(__name__)
@@ -220,35 +217,16 @@ def _rest(model: type[models.Model], taken: tuple[str, ...]) -> tuple[str, ...]:
 # --- the two digests ---------------------------------------------------------------------
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat()
-    if isinstance(value, date):
-        return value.isoformat()
-    if isinstance(value, UUID | Decimal):
-        return str(value)
-    raise TypeError(f"Cannot seal a {type(value).__name__}.")
-
-
-def _canonical(data: dict[str, Any]) -> bytes:
-    # Nulls left out: a nullable column added later does not change the older rows' hashes.
-    present = {name: value for name, value in data.items() if value is not None}
-    text = json.dumps(
-        present, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_plain
-    )
-    return text.encode()
-
-
 def digest_of(chain: Chain, row: dict[str, Any]) -> str:
-    return hashlib.sha256(_canonical({name: row[name] for name in chain.digested})).hexdigest()
+    return hashlib.sha256(canonical({name: row[name] for name in chain.digested})).hexdigest()
 
 
 def hash_of(chain: Chain, previous: str, row: dict[str, Any], digest: str) -> str:
-    body = _canonical(
+    body = canonical(
         {
             "table": chain.table,
-            "skeleton": _canonical({name: row[name] for name in chain.skeleton}).decode(),
-            "kept": _canonical({name: row[name] for name in chain.kept}).decode(),
+            "skeleton": canonical({name: row[name] for name in chain.skeleton}).decode(),
+            "kept": canonical({name: row[name] for name in chain.kept}).decode(),
             "digest": digest,
         }
     )
