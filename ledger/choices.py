@@ -156,3 +156,5 @@ class PersonField(StrEnum):
     PASSWORD_LINK = "password_link"
     # A link recorded as sent that the mail server then refused (after the record was kept).
     PASSWORD_LINK_FAILED = "password_link_failed"
+    # Their account at the company's identity provider, linked at their first sign-in there.
+    IDENTITY = "identity"

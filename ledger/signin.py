@@ -87,6 +87,16 @@ class SignInCounts(AxesDatabaseHandler):  # type: ignore[misc]
             return max(username_here, settings.AXES_FAILURE_LIMIT)
         return username_here
 
+    def user_login_failed(
+        self, sender: Any, credentials: dict[str, Any], request: Any = None, **kwargs: Any
+    ) -> None:
+        """A sign-in that names no username is the identity provider's (its callback: a
+        person cancelled, or the provider could not be reached): the provider limits its own
+        guesses, and counting them here would lock the break-glass password out with it."""
+        if not credentials.get("username"):
+            return
+        super().user_login_failed(sender, credentials, request, **kwargs)
+
 
 def client_ip(request: HttpRequest) -> str | None:
     """``AXES_CLIENT_IP_CALLABLE`` behind a proxy (``BEHIND_PROXY``): the address the proxy

@@ -5,6 +5,7 @@ broker, so a newcomer needs no services. Production sets DATABASE_URL (PostgreSQ
 CELERY_BROKER_URL (Redis or RabbitMQ), SECRET_KEY and ALLOWED_HOSTS.
 """
 
+import ipaddress
 import os
 from pathlib import Path
 
@@ -124,6 +125,14 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later middleware's log lines, and the request's own line, carry its id.
+    "memoryadmin.request_id.request_id_middleware",
+    # /healthz and /readyz, answered before the host check and the HTTPS redirect: an
+    # orchestrator probes a pod by its IP, over plain http (docs/deploy.md).
+    "ledger.views.probes.AnswerProbes",
+    # /metrics, answered as the probes are; then every other request counted and timed.
+    "ledger.views.metrics.AnswerScrapes",
+    "ledger.views.metrics.MeasureRequests",
     "django.middleware.security.SecurityMiddleware",
     "ledger.middleware.RefuseNulInURL",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -177,6 +186,41 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql" and env_boo
         "max_size": env_int("DATABASE_POOL_MAX", 10),
     }
 
+# Read replicas (memoryadmin.replicas, docs/scale.md): PostgreSQL streaming replicas of the
+# primary, comma-separated URLs, each an alias replica_1, replica_2… GET and HEAD requests
+# read from one that is at most MEMORYADMIN_REPLICA_MAX_LAG_SECONDS behind (checked at most
+# every MEMORYADMIN_REPLICA_CHECK_SECONDS per process); writes and all else use the primary.
+DATABASE_REPLICA_URLS: list[str] = [
+    url.strip() for url in os.environ.get("DATABASE_REPLICA_URLS", "").split(",") if url.strip()
+]
+MEMORYADMIN_REPLICA_MAX_LAG_SECONDS: int = env_int("MEMORYADMIN_REPLICA_MAX_LAG_SECONDS", 5)
+MEMORYADMIN_REPLICA_CHECK_SECONDS: int = env_int("MEMORYADMIN_REPLICA_CHECK_SECONDS", 5)
+if MEMORYADMIN_REPLICA_MAX_LAG_SECONDS < 0 or MEMORYADMIN_REPLICA_CHECK_SECONDS < 1:
+    raise ImproperlyConfigured(
+        "MEMORYADMIN_REPLICA_MAX_LAG_SECONDS must be 0 or more, "
+        "MEMORYADMIN_REPLICA_CHECK_SECONDS 1 or more."
+    )
+if DATABASE_REPLICA_URLS and DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_REPLICA_URLS needs a PostgreSQL DATABASE_URL.")
+for _n, _url in enumerate(DATABASE_REPLICA_URLS, start=1):
+    _replica = dj_database_url.parse(_url, conn_max_age=0)
+    _options = _replica.setdefault("OPTIONS", {})
+    # A replica that stops answering costs a request 2 s at most, then it is skipped.
+    _options.setdefault("connect_timeout", 2)
+    if "pool" in DATABASES["default"].get("OPTIONS", {}):
+        _options["pool"] = DATABASES["default"]["OPTIONS"]["pool"] | {"timeout": 2}
+    # Tests: a replica is the test database itself (it arrives there by replication).
+    _replica["TEST"] = {"MIRROR": "default"}
+    DATABASES[f"replica_{_n}"] = _replica
+if DATABASE_REPLICA_URLS:
+    DATABASE_ROUTERS = ["memoryadmin.replicas.ReplicaRouter"]
+    # Outside all but the security headers: a request it answers again from the primary
+    # goes through every other middleware again.
+    MIDDLEWARE.insert(
+        MIDDLEWARE.index("django.middleware.security.SecurityMiddleware") + 1,
+        "memoryadmin.replicas.ReadFromReplicas",
+    )
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -223,6 +267,50 @@ AXES_VERBOSE = False
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
+
+# Staff sign-in through the company's identity provider, OpenID Connect (docs/sign-in.md,
+# ledger.oidc with mozilla-django-oidc, which reads the OIDC_* names): on once
+# MEMORYADMIN_OIDC_ISSUER is set, with the client; the provider's endpoints are discovered
+# unless set. The groups
+# in the MEMORYADMIN_OIDC_ROLES_CLAIM claim make a person admin or support; in neither,
+# no staff access. Passwords still sign in end users and the break-glass admin.
+MEMORYADMIN_OIDC_ISSUER: str = os.environ.get("MEMORYADMIN_OIDC_ISSUER", "").strip()
+MEMORYADMIN_OIDC: bool = bool(MEMORYADMIN_OIDC_ISSUER)
+OIDC_RP_CLIENT_ID = os.environ.get("OIDC_RP_CLIENT_ID", "")
+OIDC_RP_CLIENT_SECRET = os.environ.get("OIDC_RP_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = os.environ.get("OIDC_OP_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = os.environ.get("OIDC_OP_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = os.environ.get("OIDC_OP_USER_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = os.environ.get("OIDC_OP_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = os.environ.get("MEMORYADMIN_OIDC_SCOPES", "openid email profile groups")
+OIDC_USE_PKCE = True
+OIDC_TIMEOUT = 10
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+MEMORYADMIN_OIDC_ROLES_CLAIM = os.environ.get("MEMORYADMIN_OIDC_ROLES_CLAIM", "groups")
+MEMORYADMIN_OIDC_ADMIN_GROUPS = [
+    g.strip()
+    for g in os.environ.get("MEMORYADMIN_OIDC_ADMIN_GROUPS", "memoryadmin-admin").split(",")
+    if g.strip()
+]
+MEMORYADMIN_OIDC_SUPPORT_GROUPS = [
+    g.strip()
+    for g in os.environ.get("MEMORYADMIN_OIDC_SUPPORT_GROUPS", "memoryadmin-support").split(",")
+    if g.strip()
+]
+if MEMORYADMIN_OIDC:
+    # The endpoints, when not given, come from the issuer's discovery document at the
+    # first sign-in (ledger.oidc.endpoint).
+    _oidc_missing = [
+        name for name in ("OIDC_RP_CLIENT_ID", "OIDC_RP_CLIENT_SECRET") if not os.environ.get(name)
+    ]
+    if _oidc_missing:
+        raise ImproperlyConfigured(
+            "MEMORYADMIN_OIDC_ISSUER is set, so sign-in through it needs "
+            + ", ".join(_oidc_missing)
+            + " too (docs/sign-in.md)."
+        )
+    AUTHENTICATION_BACKENDS.append("ledger.oidc.CompanySignIn")
 
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
@@ -341,6 +429,7 @@ CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER")
 # re-logged line by line as warnings.
 CELERY_WORKER_REDIRECT_STDOUTS = False
 CELERY_BEAT_SCHEDULE_FILENAME = str(CELERY_BROKER_DIR / "beat-schedule")
+CELERY_BEAT_SCHEDULER = "memoryadmin.celery:Schedule"
 # Periods in seconds. Each message expires after one period: if no worker took it by then,
 # the next one will do the same work, so a backlog of stale runs never piles up.
 _EXPIRY_EVERY = env_int("MEMORYADMIN_EXPIRY_EVERY_SECONDS", 60)
@@ -530,8 +619,34 @@ MEMORYADMIN_RATE_WRITES: str = os.environ.get("MEMORYADMIN_RATE_WRITES", "600/mi
 # Requests with a key that does not work (unknown, revoked, malformed), per client address:
 # past it the address gets 429 and its keys are not looked at until the window ends.
 MEMORYADMIN_RATE_FAILED_KEYS: str = os.environ.get("MEMORYADMIN_RATE_FAILED_KEYS", "20/min")
-# Where the limits are counted across web processes; empty: a table in the database.
+# Where the limits are counted, once for every web process; empty: in each process's memory
+# (one process only: check --deploy warns). Redis down: requests are let through.
 REDIS_URL: str = os.environ.get("REDIS_URL", "")
+
+# /metrics for Prometheus (docs/observability.md): answered to these addresses or networks
+# (comma-separated; behind a proxy, the address it saw) or to "Authorization: Bearer
+# <MEMORYADMIN_METRICS_TOKEN>"; to anyone else, 403. Under gunicorn, PROMETHEUS_MULTIPROC_DIR
+# (prometheus-client's, read at start) makes every process's counts add up.
+MEMORYADMIN_METRICS_TOKEN: str = os.environ.get("MEMORYADMIN_METRICS_TOKEN", "")
+try:
+    MEMORYADMIN_METRICS_ALLOWED_IPS = [
+        ipaddress.ip_network(part.strip())
+        for part in os.environ.get("MEMORYADMIN_METRICS_ALLOWED_IPS", "127.0.0.1,::1").split(",")
+        if part.strip()
+    ]
+except ValueError as problem:
+    raise ImproperlyConfigured(f"MEMORYADMIN_METRICS_ALLOWED_IPS: {problem}") from None
+# A Celery worker's own metrics port, "host:port" (empty: none; its counts then reach
+# Prometheus through the web's /metrics, sharing PROMETHEUS_MULTIPROC_DIR on one host).
+MEMORYADMIN_WORKER_METRICS: str = os.environ.get("MEMORYADMIN_WORKER_METRICS", "")
+if MEMORYADMIN_WORKER_METRICS and not MEMORYADMIN_WORKER_METRICS.rpartition(":")[2].isdigit():
+    raise ImproperlyConfigured("MEMORYADMIN_WORKER_METRICS is host:port, e.g. 0.0.0.0:9808.")
+
+# Logs (docs/logs-and-traces.md): JSON lines, one object a line, unless DEBUG is on;
+# LOG_FORMAT=json or text chooses. Every line carries its request's id.
+LOG_FORMAT: str = os.environ.get("LOG_FORMAT", "text" if DEBUG else "json")
+if LOG_FORMAT not in ("json", "text"):
+    raise ImproperlyConfigured("LOG_FORMAT is json or text.")
 
 LOGGING = {
     "version": 1,
@@ -539,16 +654,26 @@ LOGGING = {
     # runserver's access log (make run) without query strings: a recall's goal, a note's
     # key, a search for a name are not for the log (memoryadmin.logs; gunicorn's in
     # gunicorn.conf.py).
-    "filters": {"no_query": {"()": "memoryadmin.logs.DropQueryStrings"}},
+    "filters": {
+        "no_query": {"()": "memoryadmin.logs.DropQueryStrings"},
+        "request_id": {"()": "memoryadmin.request_id.RequestIdFilter"},
+        "routes_not_paths": {"()": "memoryadmin.logs.RoutesNotPaths"},
+    },
     "formatters": {
         "django.server": {
             "()": "django.utils.log.ServerFormatter",
             "format": "[{server_time}] {message}",
             "style": "{",
-        }
+        },
+        "json": {"()": "memoryadmin.logs.JsonLines"},
+        "text": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
     },
     "handlers": {
-        "console": {"class": "logging.StreamHandler"},
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id", "routes_not_paths"],
+        },
         "django.server": {
             "class": "logging.StreamHandler",
             "formatter": "django.server",
@@ -559,6 +684,12 @@ LOGGING = {
     "loggers": {
         # django-axes says every failed sign-in at INFO; a lockout, at WARNING, is worth a line.
         "axes": {"level": "WARNING"},
+        # Django's loggers to the console above, and to nothing else (its default adds its
+        # own console under DEBUG, and e-mails to ADMINS, of which there are none).
+        "django": {"level": "INFO"},
+        # Each request's own line says its status: Django's is kept for a failure (a 500, with
+        # its traceback), not repeated for every refusal.
+        "django.request": {"level": "ERROR"},
         # As Django's own default, with the filter.
         "django.server": {"handlers": ["django.server"], "level": "INFO", "propagate": False},
     },

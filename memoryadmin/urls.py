@@ -41,6 +41,8 @@ urlpatterns = [
     ),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Staff sign-in through the company's identity provider (a 404 unless configured).
+    path("accounts/oidc/", include("ledger.oidc")),
     path(
         "accounts/password/done/",
         auth_views.PasswordChangeDoneView.as_view(),

@@ -20,6 +20,7 @@ from ledger.actions.gate import MemoryInput, write_memory
 from ledger.actions.people import create_person
 from ledger.actions.sources import SourceInput
 from ledger.actors import Actor
+from ledger.api.throttling import limiter_for
 from ledger.models import Agent, Memory
 
 SUBJECT = "acct_4b71c9e20d8af315"
@@ -156,6 +157,13 @@ def audit_checkpoints_of_this_worker(tmp_path_factory: pytest.TempPathFactory) -
     # settings were read before any conftest.
     os.environ["MEMORYADMIN_AUDIT_CHECKPOINTS"] = path
     settings.MEMORYADMIN_AUDIT_CHECKPOINTS = path
+
+
+@pytest.fixture(autouse=True)
+def rate_limits_from_zero() -> None:
+    # Without REDIS_URL the API's limits are counted in the process's memory, which outlives
+    # a test: another test's failed keys from 127.0.0.1 would count against this one.
+    limiter_for("").storage.reset()
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,6 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 import time_machine
 from django.apps import apps
 from django.conf import settings
@@ -23,8 +22,8 @@ from rest_framework.test import APIClient
 
 from ledger.actions.agents import create_agent, restrict_agent
 from ledger.actors import Actor
-from ledger.api.throttling import RateLimited, charge
-from ledger.models import Memory, RateCounter, Source, Subject, WriteDecision
+from ledger.api.throttling import RateLimited, charge, limiter_for
+from ledger.models import Memory, Source, Subject, WriteDecision
 from ledger.rules.agents import Restriction
 from memoryadmin.celery import app
 from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
@@ -56,13 +55,11 @@ def by_line(answer: Any) -> dict[int, dict[str, Any]]:
 
 
 def every_row_count() -> dict[str, int]:
-    """Rows in every table the project owns, history and seals included. The rate counter
-    is left out: counting the request against the agent's limit is the one thing a dry run
-    must do."""
+    """Rows in every table the project owns, history and seals included."""
     return {
         model._meta.label: model._default_manager.count()
         for model in apps.get_models()
-        if model._meta.app_label == "ledger" and model is not RateCounter
+        if model._meta.app_label == "ledger"
     }
 
 
@@ -315,27 +312,20 @@ def _lines_of(count: int) -> str:
     return "".join(f"Asked about invoice number {n}.\n" for n in range(count))
 
 
-# Mid-day and ahead of the real clock: every request falls in one day's window, and Redis,
-# which expires keys by its own clock, keeps them.
+# Mid-day, so that every request falls in one day's window.
 LATER = datetime(2036, 6, 2, 12, 0, tzinfo=UTC)
 
 
-@pytest.fixture(params=["database", "redis"])
+@pytest.fixture(params=["memory", "redis"])
 def rate_backend(request: pytest.FixtureRequest, settings: Any) -> Iterator[str]:
     """Both places the limits are counted, at ``LATER``."""
-    store = redis.Redis.from_url(TEST_REDIS_URL)
-
-    def clear() -> None:
-        for stale in store.scan_iter("memoryadmin:rate:agent:*"):
-            store.delete(stale)
-
     if request.param == "redis":
         settings.REDIS_URL = TEST_REDIS_URL
-        clear()
+        limiter_for(TEST_REDIS_URL).storage.reset()
     with time_machine.travel(LATER, tick=False):
         yield str(request.param)
     if request.param == "redis":
-        clear()
+        limiter_for(TEST_REDIS_URL).storage.reset()
 
 
 def test_a_refused_import_uses_up_none_of_the_agent_s_write_limit(

@@ -204,6 +204,17 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "405 405 405 405 405 405 405 405",
         "302 302 302 302 302 302 302 302",
     ),
+    # Staff sign-in through the identity provider: off unless configured (tests/test_oidc.py).
+    "accounts/oidc/authenticate/": (
+        "/accounts/oidc/authenticate/",
+        "404 404 404 404 404 404 404 404",
+        "404 404 404 404 404 404 404 404",
+    ),
+    "accounts/oidc/callback/": (
+        "/accounts/oidc/callback/",
+        "404 404 404 404 404 404 404 404",
+        "404 404 404 404 404 404 404 404",
+    ),
     "accounts/password/": (
         "/accounts/password/",
         "302 200 200 200 200 302 302 302",

@@ -45,6 +45,8 @@ PRODUCTION = {
     "ALLOWED_HOSTS": "memory.example.com",
     "EMAIL_BACKEND": "django.core.mail.backends.smtp.EmailBackend",
     "EMAIL_HOST": "smtp.example.com",
+    # The API's rate limits shared by every web process (memoryadmin.W001 without it).
+    "REDIS_URL": "redis://redis:6379/1",
 }
 
 

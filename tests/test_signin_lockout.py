@@ -10,12 +10,15 @@ import io
 import re
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import time_machine
+from django.contrib.auth import authenticate
 from django.contrib.auth.models import User
+from django.contrib.sessions.backends.db import SessionStore
 from django.http import HttpResponse as Response
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from tests.conftest import PASSWORD, signed_in
 
@@ -268,3 +271,19 @@ def test_the_django_admins_change_password_page_is_the_limited_one(
     for n in range(5):
         last = change_password(client, f"guess-{n}")
     assert last.status_code == 429
+
+
+def test_failed_company_sign_ins_do_not_lock_out_a_password_from_the_same_address(
+    dana: User, settings: Any
+) -> None:
+    """The identity provider's callback fails (a person cancels there, or it cannot be
+    reached) by asking Django's authenticate with no username, as mozilla-django-oidc does:
+    those failures are the provider's to limit, so an office's address is not locked out
+    of password sign-ins, the break-glass admin's included, however many there are."""
+    settings.MEMORYADMIN_SIGNIN_ADDRESS_FAILURES = 10
+    office = "192.0.2.20"
+    for _ in range(12):
+        request = RequestFactory().get("/accounts/oidc/callback/", REMOTE_ADDR=office)
+        request.session = SessionStore()
+        assert authenticate(request, nonce="n", code_verifier="v") is None
+    assert sign_in(browser(office), "dana", PASSWORD).status_code == 302

@@ -48,6 +48,7 @@ from ledger.actions.slots import refresh_conflict, settle_possible_conflicts
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
 from ledger.dates import when
+from ledger.metrics import EXPIRED_MEMORIES
 from ledger.models import Conflict, LedgerEntry, Memory
 from ledger.models.audit import make_mac
 from ledger.rules import webhooks
@@ -121,6 +122,8 @@ def _expire_memory_batch(*, now: datetime, size: int) -> int:
             slots = Memory.objects.filter(pk__in=batch, key__gt="")
             touched = sides.values("conflict").union(slots.values(slot_conflict=Subquery(slot)))
             _settle(Conflict.objects.open().filter(pk__in=touched))
+    # Counted once the batch's transaction is over: a batch rolled back expired nothing.
+    EXPIRED_MEMORIES.inc(len(expired))
     return len(expired)
 
 

@@ -30,6 +30,7 @@ from django.db.models import (
 )
 from django.db.models.functions import Cast, Coalesce, JSONObject
 from django.utils import timezone
+from opentelemetry import trace
 
 from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import announce_change
@@ -46,6 +47,7 @@ from ledger.actions.sources import SourceInput, add_source, run_for
 from ledger.actions.subjects import create_subject
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
+from ledger.metrics import HELD_WRITES, WRITE_DECISIONS
 from ledger.models import (
     Agent,
     Conflict,
@@ -57,7 +59,7 @@ from ledger.models import (
     WebhookEndpoint,
     WriteDecision,
 )
-from ledger.rules import webhooks
+from ledger.rules import poison, webhooks
 from ledger.rules.agents import RestrictedRefusal, Restriction
 from ledger.rules.gate import (
     HELD_STATEMENT_WAITS,
@@ -69,7 +71,13 @@ from ledger.rules.gate import (
     repeat_activates,
     review_date_for,
 )
-from ledger.rules.holds import Hold, hold_for, hold_for_repeat, refuse_paused_agent
+from ledger.rules.holds import (
+    HELD_FOR_REVIEW,
+    Hold,
+    hold_for,
+    hold_for_repeat,
+    refuse_paused_agent,
+)
 from ledger.rules.memories import MemoryMove
 from ledger.rules.refusals import Refusal
 from ledger.rules.text import normalize_statement
@@ -113,11 +121,22 @@ class GateResult:
         return self.outcome == WriteDecision.Outcome.REFUSED
 
 
+# Spans name who wrote about whom and what the gate decided, never the statement
+# (docs/logs-and-traces.md).
+tracer = trace.get_tracer(__name__)
+
+
+@tracer.start_as_current_span("memoryadmin.write")
 def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = None) -> GateResult:
     """Decide one agent write, apply it, and record the decision with its reason.
 
     ``in_force``: the policy, when the caller has read it already (an API request reads it
     with its key, ``ledger.api.auth.policy_of``); else it is read here."""
+    span = trace.get_current_span()
+    span.set_attributes(
+        {"memoryadmin.agent": agent.name, "memoryadmin.subject": data.subject}
+        | ({"memoryadmin.run": data.source.run} if data.source.run else {})
+    )
     actor = Actor.for_agent(agent)
     now = timezone.now()
     current = in_force or Policy.current()
@@ -129,6 +148,7 @@ def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = N
                 actor=actor, agent=agent, data=data, now=now, current=current
             )
             _record(agent, result, now, run_id=result.source.run_id if result.source else None)
+            _count(result, data.statement)
     except Refusal as refusal:
         # The refusal's transaction took whatever the decision had written so far with it
         # (a subject created by this write, say): the decision is recorded on its own.
@@ -145,6 +165,8 @@ def write_memory(*, agent: Agent, data: MemoryInput, in_force: Policy | None = N
         # The run the write named, if it exists, read within the decision's own insert.
         named = Run.objects.filter(ref=data.source.run, agent=agent).values("pk")[:1]
         _record(agent, result, now, run_id=Subquery(named) if data.source.run else None)
+        _count(result, data.statement)
+    span.set_attribute("memoryadmin.outcome", result.outcome)
     return result
 
 
@@ -162,6 +184,24 @@ def _record(
         reason=result.reason,
         decided_at=now,
     )
+
+
+def _count(result: GateResult, statement: str) -> None:
+    """Count the decision for /metrics once it is committed: a write rolled back with the
+    transaction around it was never decided. A write held for its text is counted again,
+    by what was found in it."""
+    decision, reason = str(result.outcome), result.code or "none"
+    held = None
+    if result.code == HELD_FOR_REVIEW:
+        found = poison.finding(statement)
+        held = str(found.category) if found else "other"
+
+    def count() -> None:
+        WRITE_DECISIONS.labels(decision=decision, reason=reason).inc()
+        if held is not None:
+            HELD_WRITES.labels(reason=held).inc()
+
+    transaction.on_commit(count)
 
 
 def _lock_subject(ref: str, actor: Actor) -> Subject:

@@ -30,7 +30,7 @@ from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import _PlainText
 from ledger.actors import Actor
 from ledger.choices import PersonField
-from ledger.models import PersonChange, Subject
+from ledger.models import PersonChange, SignInIdentity, Subject
 from ledger.rules.people import (
     PersonFacts,
     PersonMove,
@@ -431,6 +431,15 @@ def _take_subject(
         _record(previous, PersonField.SUBJECT, subject_ref, "", actor=actor, reason=moved)
     _record(user, PersonField.SUBJECT, "", subject_ref, actor=actor, reason=reason)
     return f"now owns subject {subject_ref}"
+
+
+def link_identity(person: User, *, issuer: str, subject: str, actor: Actor, reason: str) -> None:
+    """Tie ``person`` to their account at an identity provider (its issuer and ``sub``):
+    their company sign-ins come to this person from now on."""
+    SignInIdentity.objects.create(
+        person=person, issuer=issuer, subject=subject, linked_at=timezone.now()
+    )
+    _record(person, PersonField.IDENTITY, "", issuer, actor=actor, reason=reason)
 
 
 def _record(

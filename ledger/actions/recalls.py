@@ -5,7 +5,7 @@ Recalls and their items keep no history: they are the log of reads, written once
 
 from __future__ import annotations
 
-from django.db import connections, transaction
+from django.db import connections, router, transaction
 
 from ledger.actions.runs import start_run
 from ledger.models import Agent, Recall, RecallItem, Run
@@ -24,7 +24,8 @@ def record_recall(
     that belongs to another agent is refused, so a read is never filed under someone else.
     """
     run_ref = run_ref or None
-    using = Recall.objects.db
+    # The ranking may have read from a replica; the record goes where writes go.
+    using = router.db_for_write(Recall)
     if connections[using].vendor != "postgresql":
         return _record_in_steps(agent=agent, result=result, run_ref=run_ref, turn=turn)
     stored = _record_in_one_statement(agent=agent, result=result, run_ref=run_ref, turn=turn)
@@ -75,7 +76,7 @@ def _record_in_one_statement(
     *, agent: Agent, result: RecallResult, run_ref: str | None, turn: int | None
 ) -> Recall | None:
     """The stored recall, or None when ``run_ref`` names no run this read may use as it is."""
-    connection = connections[Recall.objects.db]
+    connection = connections[router.db_for_write(Recall)]
     sql = _RECORD.format(
         **{
             name: connection.ops.quote_name(model._meta.db_table)

@@ -13,9 +13,8 @@ calling agent: a refused line does not stop the others, and the report names eve
 
 An import of N memories counts N writes against the agent's limit: a file is not a way
 around ``MEMORYADMIN_RATE_WRITES``. The throttle counted the request; the other N - 1 are
-``charge``d in one step before the import's transaction begins (on the database the
-counter's row would otherwise stay locked, and the agent's every other write wait, until
-the import commits). A refused charge counts none of them, so it leaves the agent its next
+``charge``d in one step before the import's transaction begins, so a refused import has
+written nothing. A refused charge counts none of them, so it leaves the agent its next
 write. A dry run writes nothing and counts as the one request it is.
 """
 
@@ -256,8 +255,8 @@ class ImportsView(APIView):
             return unreadable(error)
         dry_run = incoming.validated_data["dry_run"]
         if not dry_run:
-            # Before ``idempotent`` opens its transaction, so that the counter is not held
-            # locked for the whole import; the throttle has counted this request already.
+            # Before ``idempotent`` opens its transaction: a file over the limit is refused
+            # before anything is locked or written. The throttle counted this request.
             charge(agent_of(request), "writes", sum(line.memory is not None for line in lines) - 1)
 
         def write() -> tuple[Response, About]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_view,
 )
+from opentelemetry import trace
 from rest_framework import generics, serializers, status
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.request import Request
@@ -27,6 +29,7 @@ from ledger.api.auth import agent_of, policy_of
 from ledger.api.fields import RefField, StrictCharField, StrictSerializer
 from ledger.api.pagination import Cursor
 from ledger.choices import MemoryKind
+from ledger.metrics import RECALL_DURATION, RECALL_ITEMS
 from ledger.models import Agent, Memory, Recall, Run, Subject
 from ledger.reads.recall import (
     DEFAULT_K,
@@ -38,6 +41,8 @@ from ledger.reads.recall import (
 from ledger.reads.retrieval import Ranked, Semantic
 from ledger.rules.ranking import Why
 from ledger.rules.text import KEY_PATTERN
+
+tracer = trace.get_tracer(__name__)
 
 TURN_MAX = 1_000_000
 KEYS_MAX = 500
@@ -256,18 +261,29 @@ class SubjectRecallView(APIView):
         if not incoming.is_valid():
             return Response(incoming.errors, status=status.HTTP_400_BAD_REQUEST)
         data = incoming.validated_data
-        result = recall_about(
-            ref=ref,
-            goal=data["goal"],
-            k=data["k"],
-            keys=data.get("keys", frozenset()),
-            kinds=data.get("kinds", frozenset()),
-        )
-        if result is None:
-            raise Http404
-        record = record_recall(
-            agent=agent_of(request), result=result, run_ref=data.get("run"), turn=data.get("turn")
-        )
+        agent = agent_of(request)
+        started = time.perf_counter()
+        # Who read about whom, never what was asked or served (docs/logs-and-traces.md).
+        attributes = {"memoryadmin.agent": agent.name, "memoryadmin.subject": ref}
+        if data.get("run"):
+            attributes["memoryadmin.run"] = data["run"]
+        with tracer.start_as_current_span("memoryadmin.recall", attributes=attributes):
+            result = recall_about(
+                ref=ref,
+                goal=data["goal"],
+                k=data["k"],
+                keys=data.get("keys", frozenset()),
+                kinds=data.get("kinds", frozenset()),
+            )
+            if result is None:
+                raise Http404
+            record = record_recall(
+                agent=agent, result=result, run_ref=data.get("run"), turn=data.get("turn")
+            )
+        # Ranked and recorded: what an agent waits for. "no goal" as a label is "no_goal".
+        ranking = result.semantic.value.replace(" ", "_")
+        RECALL_DURATION.labels(ranking=ranking).observe(time.perf_counter() - started)
+        RECALL_ITEMS.observe(len(result.memories))
         headers = {"Cache-Control": "no-store", "X-Recall-Id": str(record.pk)}
         if request.accepted_renderer.format == PlainTextRenderer.format:
             return Response(result.block, headers=headers)

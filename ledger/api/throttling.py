@@ -1,15 +1,21 @@
 """Per-agent limits on reads and writes, and per-address limits on keys that do not work,
-counted where every web process sees the same number: Redis (``REDIS_URL``) when
-configured, else a row per window in the database.
+counted by the ``limits`` library in a moving window: in Redis (``REDIS_URL``), where every
+web process sees the same count, else in the process's memory (one process: ``make run``;
+``manage.py check --deploy`` warns a deployment without Redis).
 
-Fixed windows: a counter per agent, kind and window, incremented in one atomic step, so
-200 requests racing across processes against a limit of 50 let exactly 50 through.
-A request that costs more than one (an import of N memories) is ``charge``d the rest in
-one step that adds all of it or, over the limit, nothing.
+Each hit is one atomic step in the store (a Lua script in Redis), so 200 requests racing
+across processes against a limit of 50 let exactly 50 through. A request that costs more
+than one (an import of N memories) is ``charge``d the rest in one hit that adds all of it
+or, over the limit, nothing.
+
+The limits protect the service; they are not its record. When Redis does not answer, a
+request is let through (fail open), the store error is counted in
+``memoryadmin_rate_limit_store_errors`` and a warning logged, at most once a minute.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -17,18 +23,36 @@ from typing import TYPE_CHECKING
 
 import redis
 from django.conf import settings
-from django.db import connection
+from limits import RateLimitItem, parse
+from limits.errors import StorageError
+from limits.storage import MemoryStorage, RedisStorage
+from limits.strategies import MovingWindowRateLimiter
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from rest_framework import exceptions, permissions
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from ledger.models import Agent, RateCounter
+from ledger.metrics import RATE_LIMIT_REFUSALS, RATE_LIMIT_STORE_ERRORS
+from ledger.models import Agent
 from ledger.rules.rates import Rate, parse_rate
 
 if TYPE_CHECKING:
     from rest_framework.views import APIView
 
+log = logging.getLogger(__name__)
+
 LIMITS = {"reads": "MEMORYADMIN_RATE_READS", "writes": "MEMORYADMIN_RATE_WRITES"}
+FAILED_KEYS = "MEMORYADMIN_RATE_FAILED_KEYS"
+
+# A Redis that is down or unreachable must cost a request a fraction of a second, not the
+# client's default of several retries: one retry, at once, mends a pooled connection that
+# a restarted Redis closed.
+CONNECT_TIMEOUT = 0.5
+READ_TIMEOUT = 1.0
+RETRY = Retry(NoBackoff(), 1)
+# A dead Redis fails every request: one warning a minute per process says so.
+WARN_EVERY = 60.0
 
 
 class RateLimited(exceptions.Throttled):
@@ -39,7 +63,21 @@ class RateLimited(exceptions.Throttled):
         exceptions.APIException.__init__(
             self,
             f"Too many {kind}: this agent may make {rate} ({LIMITS[kind]}). "
-            f"Try again in {wait} seconds.",
+            f"Try again in {_seconds(wait)}.",
+            self.default_code,
+        )
+        self.wait = wait
+
+
+class FailedKeysLimited(exceptions.Throttled):
+    default_code = "rate_limited"
+
+    def __init__(self, *, rate: Rate, wait: int) -> None:
+        exceptions.APIException.__init__(
+            self,
+            f"Too many requests with an API key that does not work: this address may make "
+            f"{rate} ({FAILED_KEYS}). Nothing was checked or changed. Try again in "
+            f"{_seconds(wait)}.",
             self.default_code,
         )
         self.wait = wait
@@ -52,48 +90,21 @@ class AgentRateThrottle(BaseThrottle):
             return True  # The schema and its docs: public, and no agent to count.
         # What a request does, not the scope it needs: reading a staff resource is a read.
         kind = "reads" if request.method in permissions.SAFE_METHODS else "writes"
-        rate = parse_rate(getattr(settings, LIMITS[kind]))
-        now = time.time()
-        window_start, window_end = _window(rate, now)
-        count = count_request(_bucket(agent, kind), window_start, window_end)
-        if count <= rate.requests:
-            return True
-        raise RateLimited(kind=kind, rate=rate, wait=max(1, math.ceil(window_end - now)))
+        charge(agent, kind, 1)
+        return True
 
 
 def charge(agent: Agent, kind: str, n: int) -> None:
     """Count ``n`` more of ``kind`` against the agent's limit, in one atomic step and only
     if the window's total stays within it; else ``RateLimited``, having counted nothing, so
-    a refused import leaves the agent its next write.
-
-    Call it outside any transaction: the database's counter row stays locked until commit,
-    and every other request of the agent's waits on it."""
+    a refused import leaves the agent its next write."""
     if n <= 0:
         return
     rate = parse_rate(getattr(settings, LIMITS[kind]))
-    now = time.time()
-    window_start, window_end = _window(rate, now)
-    if n > rate.requests or not _add_within(
-        _bucket(agent, kind), n, rate.requests, window_start, window_end
-    ):
-        raise RateLimited(kind=kind, rate=rate, wait=max(1, math.ceil(window_end - now)))
-
-
-FAILED_KEYS = "MEMORYADMIN_RATE_FAILED_KEYS"
-
-
-class FailedKeysLimited(exceptions.Throttled):
-    default_code = "rate_limited"
-
-    def __init__(self, *, rate: Rate, wait: int) -> None:
-        exceptions.APIException.__init__(
-            self,
-            f"Too many requests with an API key that does not work: this address may make "
-            f"{rate} ({FAILED_KEYS}). Nothing was checked or changed. Try again in {wait} "
-            "seconds.",
-            self.default_code,
-        )
-        self.wait = wait
+    wait = _refused(rate, n, "agent", str(agent.pk), kind)
+    if wait is not None:
+        RATE_LIMIT_REFUSALS.labels(kind=kind).inc()
+        raise RateLimited(kind=kind, rate=rate, wait=wait)
 
 
 def refuse_failing_address(address: str) -> None:
@@ -101,133 +112,103 @@ def refuse_failing_address(address: str) -> None:
     next key is not even looked at, so guessing keys stops at the limit (a working key
     from the same address waits too; an agent's own limits count the rest)."""
     rate = parse_rate(settings.MEMORYADMIN_RATE_FAILED_KEYS)
-    now = time.time()
-    window_start, window_end = _window(rate, now)
-    if _count_so_far(_failures_bucket(address), window_start) >= rate.requests:
-        raise FailedKeysLimited(rate=rate, wait=max(1, math.ceil(window_end - now)))
+    item = _item(rate)
+    try:
+        limiter = limiter_for(settings.REDIS_URL)
+        if limiter.test(item, "address", address, "failed-keys"):
+            return
+        wait = _wait(limiter, item, "address", address, "failed-keys")
+    except StorageError as error:
+        _store_failed(error)
+        return
+    RATE_LIMIT_REFUSALS.labels(kind="failed_keys").inc()
+    raise FailedKeysLimited(rate=rate, wait=wait)
 
 
 def count_failed_key(address: str) -> None:
     """Count one refused key from ``address``; ``FailedKeysLimited`` if it is one too many,
     for the caller to answer instead of its 401."""
     rate = parse_rate(settings.MEMORYADMIN_RATE_FAILED_KEYS)
-    now = time.time()
-    window_start, window_end = _window(rate, now)
-    if count_request(_failures_bucket(address), window_start, window_end) > rate.requests:
-        raise FailedKeysLimited(rate=rate, wait=max(1, math.ceil(window_end - now)))
+    wait = _refused(rate, 1, "address", address, "failed-keys")
+    if wait is not None:
+        RATE_LIMIT_REFUSALS.labels(kind="failed_keys").inc()
+        raise FailedKeysLimited(rate=rate, wait=wait)
 
 
-def _failures_bucket(address: str) -> str:
-    return f"address:{address}:failed-keys"
+def _refused(rate: Rate, cost: int, *identifiers: str) -> int | None:
+    """Hit the limit with ``cost``: None when it was counted (or the store did not answer),
+    else the seconds until the window has room again."""
+    item = _item(rate)
+    try:
+        limiter = limiter_for(settings.REDIS_URL)
+        if limiter.hit(item, *identifiers, cost=cost):
+            return None
+        return _wait(limiter, item, *identifiers)
+    except StorageError as error:
+        _store_failed(error)
+        return None
 
 
-def _count_so_far(bucket: str, window_start: int) -> int:
-    """The bucket's count in its window, counting nothing."""
-    if settings.REDIS_URL:
-        return int(_redis(settings.REDIS_URL).get(_redis_key(bucket, window_start)) or 0)
-    count = (
-        RateCounter.objects.filter(bucket=bucket, window_start=window_start)
-        .values_list("count", flat=True)
-        .first()
+def _seconds(n: int) -> str:
+    return "1 second" if n == 1 else f"{n} seconds"
+
+
+def _item(rate: Rate) -> RateLimitItem:
+    return parse(f"{rate.requests}/{rate.period}")
+
+
+def _wait(limiter: MovingWindowRateLimiter, item: RateLimitItem, *identifiers: str) -> int:
+    """Whole seconds until the oldest request in the window leaves it."""
+    reset = limiter.get_window_stats(item, *identifiers).reset_time
+    return max(1, math.ceil(reset - time.time()))
+
+
+_limiters: dict[str, MovingWindowRateLimiter] = {}
+_limiters_lock = threading.Lock()
+
+
+def limiter_for(url: str) -> MovingWindowRateLimiter:
+    """The process's one limiter for ``url`` (memory when empty), shared by its threads.
+
+    Built under a lock so that the threads of a fresh worker share one connection pool.
+    redis-py's pool is thread-safe and, seeing another process id after a fork, starts
+    afresh instead of using its parent's sockets."""
+    limiter = _limiters.get(url)
+    if limiter is None:
+        with _limiters_lock:
+            limiter = _limiters.get(url)
+            if limiter is None:
+                limiter = _limiters[url] = MovingWindowRateLimiter(_store(url))
+    return limiter
+
+
+def _store(url: str) -> MemoryStorage | RedisStorage:
+    if not url:
+        return MemoryStorage(wrap_exceptions=True)
+    pool = redis.ConnectionPool.from_url(
+        url, socket_connect_timeout=CONNECT_TIMEOUT, socket_timeout=READ_TIMEOUT, retry=RETRY
     )
-    return count or 0
+    return RedisStorage(
+        url, connection_pool=pool, key_prefix="memoryadmin:rate", wrap_exceptions=True
+    )
 
 
-def _bucket(agent: Agent, kind: str) -> str:
-    """The one name of an agent's counter: the throttle and ``charge`` must share it."""
-    return f"agent:{agent.pk}:{kind}"
+_last_warning = -math.inf
+_warning_lock = threading.Lock()
 
 
-def _window(rate: Rate, now: float) -> tuple[int, int]:
-    start = int(now // rate.seconds) * rate.seconds
-    return start, start + rate.seconds
-
-
-def _redis_key(bucket: str, window_start: int) -> str:
-    return f"memoryadmin:rate:{bucket}:{window_start}"
-
-
-def count_request(bucket: str, window_start: int, window_end: int) -> int:
-    """This request's number in its bucket's window, counting it."""
-    if settings.REDIS_URL:
-        return _count_in_redis(_redis_key(bucket, window_start), window_end)
-    return _count_in_database(bucket, window_start, window_end)
-
-
-_clients: dict[str, redis.Redis] = {}
-_clients_lock = threading.Lock()
-
-
-def _redis(url: str) -> redis.Redis:
-    """The process's one client for ``url``, shared by its threads (the pool is thread-safe).
-
-    Built under a lock, not by ``functools.cache``: that lets the threads of a fresh worker
-    each build a client and keeps only the last, and a ``from_url`` client, when dropped,
-    closes its pool, sockets in use by another thread's pipeline included."""
-    client = _clients.get(url)
-    if client is None:
-        with _clients_lock:
-            client = _clients.get(url)
-            if client is None:
-                client = _clients[url] = redis.Redis.from_url(url)
-    return client
-
-
-def _count_in_redis(key: str, window_end: int) -> int:
-    pipe = _redis(settings.REDIS_URL).pipeline()
-    pipe.incr(key)
-    pipe.expireat(key, window_end + 1)
-    count, _ = pipe.execute()
-    return int(count)
-
-
-def _count_in_database(bucket: str, window_start: int, window_end: int) -> int:
-    """``INSERT … ON CONFLICT DO UPDATE … RETURNING``: one statement, atomic on PostgreSQL
-    and SQLite alike. A bucket's first request of a window clears every window now over,
-    so the table holds about one row per busy agent and kind."""
-    table = connection.ops.quote_name(RateCounter._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (bucket, window_start, expires_at, count) "
-            "VALUES (%s, %s, %s, 1) ON CONFLICT (bucket, window_start) "
-            f"DO UPDATE SET count = {table}.count + 1 RETURNING count",
-            [bucket, window_start, window_end],
-        )
-        row = cursor.fetchone()
-        assert row is not None
-        count = int(row[0])
-        if count == 1:
-            cursor.execute(f"DELETE FROM {table} WHERE expires_at <= %s", [window_start])
-    return count
-
-
-# Read, compare and add in one script: Redis runs it whole, with no other command between.
-_ADD_WITHIN = """
-local total = tonumber(redis.call('GET', KEYS[1]) or '0') + tonumber(ARGV[1])
-if total > tonumber(ARGV[2]) then
-  return 0
-end
-redis.call('INCRBY', KEYS[1], ARGV[1])
-redis.call('EXPIREAT', KEYS[1], ARGV[3])
-return 1
-"""
-
-
-def _add_within(bucket: str, n: int, limit: int, window_start: int, window_end: int) -> bool:
-    """Add ``n`` to the bucket's window if its total stays at most ``limit``; whether it did."""
-    if settings.REDIS_URL:
-        add = _redis(settings.REDIS_URL).register_script(_ADD_WITHIN)
-        return bool(add(keys=[_redis_key(bucket, window_start)], args=[n, limit, window_end + 1]))
-    # One statement: the row is created, or added to only while the sum is within the limit
-    # (a conflict whose WHERE fails updates nothing and returns no row). ``n <= limit`` was
-    # checked first, so a new row is within it too.
-    table = connection.ops.quote_name(RateCounter._meta.db_table)
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (bucket, window_start, expires_at, count) "
-            "VALUES (%s, %s, %s, %s) ON CONFLICT (bucket, window_start) "
-            f"DO UPDATE SET count = {table}.count + EXCLUDED.count "
-            f"WHERE {table}.count + EXCLUDED.count <= %s RETURNING count",
-            [bucket, window_start, window_end, n, limit],
-        )
-        return cursor.fetchone() is not None
+def _store_failed(error: StorageError) -> None:
+    """Count the failure; log it, at most once a minute, by its kind only: Redis's message
+    may name its address, and the request's agent or address is not for the log."""
+    global _last_warning
+    RATE_LIMIT_STORE_ERRORS.inc()
+    now = time.monotonic()
+    with _warning_lock:
+        if now - _last_warning < WARN_EVERY:
+            return
+        _last_warning = now
+    log.warning(
+        "Rate limits not checked: their store (REDIS_URL) did not answer (%s). Requests are "
+        "let through until it does.",
+        type(error.storage_error).__name__,
+    )

@@ -22,6 +22,8 @@ from ledger.embeddings.base import (
     to_bytes,
     unit_rows,
 )
+from ledger.embeddings.measured import Measured
+from ledger.metrics import EMBEDDING_FAILURES
 
 __all__ = [
     "Embedder",
@@ -69,7 +71,12 @@ def embedder() -> Embedder | None:
         return made
     with _lock:
         if configuration not in _made:
-            _made[configuration] = _make()
+            try:
+                made = _make()
+            except EmbeddingUnavailable:
+                EMBEDDING_FAILURES.labels(backend=settings.MEMORYADMIN_EMBEDDINGS).inc()
+                raise
+            _made[configuration] = Measured(made, settings.MEMORYADMIN_EMBEDDINGS)
         return _made[configuration]
 
 

@@ -10,6 +10,7 @@ from ledger.models.agents import Agent, AgentKey, AgentKeyQuerySet
 from ledger.models.audit import AuditSeal
 from ledger.models.erasure_requests import ErasureRequest, ErasureRequestQuerySet
 from ledger.models.history import AUDIT_INDEXES, ActorHistory, AuditedRecords, tracked
+from ledger.models.identities import SignInIdentity
 from ledger.models.ledger_entries import LedgerEntry, LedgerEntryQuerySet, ledger_entry_in_force
 from ledger.models.memories import (
     PAGE_HEADINGS,
@@ -39,7 +40,7 @@ from ledger.models.recalls import (
     UsageRow,
 )
 from ledger.models.reminders import Reminder, ReminderQuerySet
-from ledger.models.requests import IdempotencyRecord, RateCounter
+from ledger.models.requests import IdempotencyRecord
 from ledger.models.retractions import RetractionBatch, RetractionItem
 from ledger.models.runs import (
     JournalEntry,
@@ -85,7 +86,6 @@ __all__ = [
     "POLICY_ALONG",
     "PersonChange",
     "Policy",
-    "RateCounter",
     "Recall",
     "RecallItem",
     "RecallItemQuerySet",
@@ -99,6 +99,7 @@ __all__ = [
     "RunNote",
     "RunQuerySet",
     "SEARCH_CONFIG",
+    "SignInIdentity",
     "Snapshot",
     "Source",
     "SourceQuerySet",

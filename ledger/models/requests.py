@@ -1,4 +1,4 @@
-"""State kept for the API's requests: stored answers for Idempotency-Keys, rate-limit counters."""
+"""State kept for the API's requests: stored answers for Idempotency-Keys."""
 
 from __future__ import annotations
 
@@ -33,26 +33,3 @@ class IdempotencyRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.key} ({self.response_status})"
-
-
-class RateCounter(models.Model):
-    """How many requests of one kind (reads or writes) one agent made in one fixed window,
-    when no Redis is configured. ``ledger.api.throttling`` counts in one atomic statement, so
-    every web process sees the same number; a window's row is deleted once it has passed."""
-
-    bucket = models.CharField(max_length=100)
-    # Seconds since the epoch: the same arithmetic on PostgreSQL and SQLite.
-    window_start = models.BigIntegerField()
-    expires_at = models.BigIntegerField()
-    count = models.PositiveIntegerField(default=0)
-
-    class Meta:
-        constraints = [
-            models.UniqueConstraint(
-                fields=["bucket", "window_start"], name="rate_counter_one_per_window"
-            )
-        ]
-        indexes = [models.Index(fields=["expires_at"], name="rate_counter_expires")]
-
-    def __str__(self) -> str:
-        return f"{self.bucket} from {self.window_start}: {self.count}"

@@ -130,6 +130,9 @@ REFUSAL_ON_RETRY: dict[str, OnRetry] = {
     "subject_taken": _AGAIN,
     "mail_not_sent": _AGAIN,
     "not_locked_out": _AGAIN,  # a username or address can be locked out again
+    # Staff sign-in through the identity provider: groups and usernames change there and here.
+    "no_staff_role": _AGAIN,
+    "username_taken": _AGAIN,
 }
 
 

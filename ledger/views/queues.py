@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -18,8 +18,8 @@ from django.views.decorators.http import require_GET, require_POST
 from ledger import access
 from ledger.actions.journal import resolve_journal_entry
 from ledger.actors import Actor
-from ledger.models import Conflict, ErasureRequest, JournalEntry, Memory
-from ledger.models.ledger_entries import ledger_entry_in_force
+from ledger.models import ErasureRequest, JournalEntry
+from ledger.reads.queues import count_up_to, queue_rows
 from ledger.rules.journal import stale_intent_cutoff
 from ledger.rules.refusals import Refusal
 from ledger.views.answers import answer, refused
@@ -89,34 +89,6 @@ QUEUES = {
 }
 
 
-def queue_rows(name: str, now: datetime) -> QuerySet[Any]:
-    """What is waiting in the queue ``name`` at ``now``, with what its rows show."""
-    match name:
-        case "conflicts":
-            # A possible conflict shows its two statements: they are why it is queued. One
-            # with a side still waiting for a person is settled there first, and the
-            # subject's page does not show it yet: not queued.
-            return (
-                Conflict.objects.open()
-                .with_active_sides()
-                .filter(
-                    Q(active_sides__gte=2)
-                    | Q(active_sides=1) & ledger_entry_in_force(now, via="commitment__")
-                )
-                .select_related("subject", "commitment")
-                .prefetch_related("memories")
-            )
-        case "pending":
-            return Memory.objects.pending().select_related("subject", "agent")
-        case "review":
-            return Memory.objects.due_for_review(now).select_related("subject", "agent")
-        case "journal":
-            cutoff = stale_intent_cutoff(now)
-            return JournalEntry.objects.unresolved(cutoff).select_related("run", "agent")
-        case _:
-            raise Http404("There is no such queue.")
-
-
 @dataclass(frozen=True)
 class Waiting:
     """How much waits in a queue, counted up to ``COUNT_CAP``: "1000+" past it."""
@@ -130,7 +102,7 @@ class Waiting:
 
 def waiting(rows: QuerySet[Any]) -> Waiting:
     """How many of ``rows`` there are, in one query that stops past ``COUNT_CAP``."""
-    counted = rows.order_by()[: COUNT_CAP + 1].count()
+    counted = count_up_to(rows, COUNT_CAP)
     return Waiting(min(counted, COUNT_CAP), counted > COUNT_CAP)
 
 

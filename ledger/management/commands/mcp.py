@@ -28,9 +28,11 @@ class Command(BaseCommand):
         parser.add_argument("--port", type=int, default=8001, help="HTTP port (8001).")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        # httpx would say every in-process call at INFO, and Django every refusal at WARNING:
-        # each refusal goes back to the caller in its tool result, and stderr stays quiet.
+        # httpx and the request log would say every in-process call at INFO, and Django every
+        # refusal at WARNING: each refusal goes back to the caller in its tool result, and
+        # stderr stays quiet.
         logging.getLogger("httpx").setLevel(logging.WARNING)
+        logging.getLogger("memoryadmin.requests").setLevel(logging.WARNING)
         logging.getLogger("django.request").setLevel(logging.ERROR)
         if options["http"]:
             anyio.run(serve_http, options["host"], options["port"])

@@ -4,6 +4,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ledger.actions import seals
+from ledger.actions.audit_verified import record_verification
 from ledger.reads import audit_chain, audit_checkpoints, audit_live, audit_macs
 
 
@@ -58,6 +59,8 @@ class Command(BaseCommand):
             (f"The checkpoint file {file.path} was tampered with:", file.tampered),
         ]
         failed = [(title, lines) for title, lines in sections if lines]
+        # For /metrics: the result and its age (docs/observability.md).
+        record_verification(ok=not failed)
         if failed:
             raise CommandError(
                 "\n".join(
