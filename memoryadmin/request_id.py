@@ -39,9 +39,22 @@ def _incoming(request: HttpRequest) -> str:
 
 def route(request: HttpRequest) -> str:
     """What a log says was asked: the URL pattern that answered, never the path's values,
-    which can name a person (``/people/<str:username>/``)."""
+    which can name a person (``/people/<str:username>/``); for a fixed path answered before
+    the URLs are read (``answered_here``), that path."""
     match = request.resolver_match
-    return f"/{match.route}" if match else "[no route]"
+    if match is None:
+        return str(request.META.get(_ANSWERED_AT, "[no route]"))
+    # The API's router writes its patterns as regular expressions, each ending in "$".
+    return f"/{match.route.removesuffix('$')}"
+
+
+_ANSWERED_AT = "memoryadmin.answered_at"
+
+
+def answered_here(request: HttpRequest) -> None:
+    """Said by a middleware that answers a fixed path itself (the probes, ``/metrics``), so
+    that its request line names the path rather than no route: it holds no one's data."""
+    request.META[_ANSWERED_AT] = request.path_info
 
 
 def request_id_middleware(

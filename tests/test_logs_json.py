@@ -243,11 +243,11 @@ def test_production_logs_are_json_lines_with_request_ids_and_no_personal_data(
     assert all(isinstance(line, dict) and "request_id" in line for line in logged)
     requests = [line for line in logged if line["logger"] == "memoryadmin.requests"]
     assert {(r["method"], r["route"], r["status"]) for r in requests} >= {
-        ("POST", "/api/v1/memories$", 201),
+        ("POST", "/api/v1/memories", 201),
         ("GET", "/api/v1/subjects/<str:ref>/recall", 200),
-        ("POST", "/api/v1/memories$", 400),
+        ("POST", "/api/v1/memories", 400),
         ("GET", "/api/v1/subjects/<str:ref>/recall", 404),
-        ("GET", "/api/v1/memories$", 429),
+        ("GET", "/api/v1/memories", 429),
         ("POST", "/accounts/login/", 200),
         ("POST", "/subjects/<str:ref>/erase/", 302),
     }

@@ -5,6 +5,7 @@ dependency named, quickly, without the address or password it was given."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -72,6 +73,15 @@ def test_healthz_answers_without_the_database() -> None:
     assert answer.status_code == 200
     assert answer.json() == {"status": "ok"}
     assert_never_cached_and_sessionless(answer)
+
+
+def test_a_probe_s_request_line_names_its_path(caplog: pytest.LogCaptureFixture) -> None:
+    """Probes are answered before the URLs are read: their line says which probe it was,
+    not "no route", so a probe every ten seconds is told from a 404."""
+    with caplog.at_level(logging.INFO, logger="memoryadmin.requests"):
+        assert probe("/healthz")[0].status_code == 200
+    lines = [r for r in caplog.records if r.name == "memoryadmin.requests"]
+    assert [(r.__dict__["route"], r.__dict__["status"]) for r in lines] == [("/healthz", 200)]
 
 
 @pytest.mark.django_db

@@ -27,6 +27,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from ledger.metrics import HTTP_DURATION, HTTP_REQUESTS, counted
 from ledger.reads.scraped import ScrapedState
 from ledger.signin import client_ip
+from memoryadmin.request_id import answered_here
 
 PATH = "/metrics"
 # Any other method is counted as "other": the label's values stay a fixed, small set.
@@ -70,6 +71,7 @@ class AnswerScrapes:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         if request.path_info == PATH:
+            answered_here(request)
             return metrics(request)
         return self.get_response(request)
 

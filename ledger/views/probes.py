@@ -17,6 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_safe
 
 from ledger.reads.readiness import readiness
+from memoryadmin.request_id import answered_here
 
 
 @never_cache
@@ -56,4 +57,5 @@ class AnswerProbes:
         probe = PROBES.get(request.path_info)
         if probe is None:
             return self.get_response(request)
+        answered_here(request)
         return probe(request)
