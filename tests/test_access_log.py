@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
+from tests.servers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 CANARY = "CANARY-7f3a9-goal"
 ASKED = [
@@ -27,12 +28,6 @@ ASKED = [
 ]
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def environment() -> dict[str, str]:

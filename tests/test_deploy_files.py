@@ -15,7 +15,6 @@ import runpy
 import secrets
 import shlex
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import yaml
 from django.db import connection
 
 from tests.conftest import TEST_REDIS_URL
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = yaml.safe_load((ROOT / "compose.yaml").read_text())
@@ -234,12 +234,6 @@ def test_the_env_example_filled_in_passes_the_deployment_checks(db: None) -> Non
     )
     assert ran.returncode == 0, ran.stderr
     assert "System check identified no issues" in ran.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_the_image_web_command_answers_the_health_check_and_a_probe_by_ip(

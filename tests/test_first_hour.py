@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -24,6 +23,8 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 # The README first, then every page of docs/ in a fixed order: alphabetical.
@@ -93,12 +94,6 @@ TO_RUN = {
     page: [block for block in blocks if block.runs and block not in TWO_COMMANDS]
     for page, blocks in BLOCKS.items()
 }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def wait_for(condition: Callable[[], bool], seconds: float, what: str, log: Path) -> None:

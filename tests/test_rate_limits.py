@@ -8,7 +8,6 @@ import json
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -25,7 +24,6 @@ from typing import Any
 import pytest
 import redis
 import time_machine
-from django.db import connection
 from prometheus_client import REGISTRY
 from rest_framework.test import APIClient
 
@@ -34,6 +32,7 @@ from ledger.actors import Actor
 from ledger.api.throttling import limiter_for
 from ledger.models import Memory
 from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
+from tests.servers import database_url, free_port
 from tests.test_production_settings import check_deploy
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -181,17 +180,6 @@ def test_a_limit_cannot_be_switched_off(value: str) -> None:
 
 
 # 200 writes at once against a limit of 50, across the processes of a real gunicorn.
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def database_url() -> str:
-    db = connection.settings_dict
-    return f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT']}/{db['NAME']}"
 
 
 @pytest.fixture

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ import pytest
 from django.db import connection
 
 from tests.conftest import PASSWORD, body
+from tests.servers import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBJECT = "acct_replica_test_0001"
@@ -48,12 +48,6 @@ pytestmark = [
     # for tests that ask for it.
     pytest.mark.django_db,
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def as_postgres(*command: str) -> list[str]:
