@@ -10,6 +10,7 @@ from ledger.views import (
     home,
     memories,
     people,
+    permissions,
     queues,
     recalls,
     reminders,
@@ -21,7 +22,7 @@ from ledger.views import (
     webhooks,
 )
 from ledger.views import ledger as ledger_views
-from ledger.views.audit import audit_export, audit_log
+from ledger.views.audit import audit_chain, audit_export, audit_log, audit_verify
 from ledger.views.change_password import LimitedPasswordChangeView
 from ledger.views.policy_page import policy_page
 from ledger.views.run_page import run_overview
@@ -66,6 +67,8 @@ urlpatterns = [
     path("sources/<path:ref>/", search.source, name="source"),
     path("queues/", queues.queues, name="queues"),
     path("queues/<str:name>/", queues.queue, name="queue"),
+    path("queues/pending/confirm/", queues.confirm_pending, name="queue-confirm"),
+    path("queues/items/<str:kind>/<str:pk>/<str:what>/", queues.work_item, name="queue-work"),
     path("journal/<int:pk>/resolve/", queues.journal_resolve, name="journal-resolve"),
     # Support's workbench: traces and recalls.
     path("recalls/<int:pk>/", recalls.recall_page, name="recall"),
@@ -81,6 +84,8 @@ urlpatterns = [
     # Admin: the audit log (H1).
     path("audit/", audit_log, name="audit"),
     path("audit/export.csv", audit_export, name="audit-export"),
+    path("audit/chain/", audit_chain, name="audit-chain"),
+    path("audit/verify/", audit_verify, name="audit-verify"),
     # Admin: corrections, reverts and erasures (H2).
     path("audit/corrections/", corrections.corrections, name="audit-corrections"),
     path("audit/corrections/<uuid:pk>/", corrections.correction, name="audit-correction"),
@@ -128,6 +133,8 @@ urlpatterns = [
         name="person-lift-lockout",
     ),
     path("people/addresses/lift/", people.address_lift_lockout, name="address-lift-lockout"),
+    # Staff: who may do what, asked of ledger/access.py.
+    path("permissions/", permissions.permissions_page, name="permissions"),
     # Admin: the write policy (H6).
     path("policy/", policy_page, name="policy"),
     # Admin: webhooks.

@@ -9,6 +9,28 @@ CORRECTION_REF = "correction:"
 CORRECTION_OF = "Correction of an earlier memory: "
 # The start of a revert's first history row; the admin's own words follow.
 REVERT_OF = "Revert of a correction: "
+# The start of the history row a correction leaves on the memory it replaced.
+CORRECTED = "Corrected: "
+# What pages and exports say when whoever made a change gave no reason (a person need not).
+NO_REASON = "no reason given"
+# The reason earlier versions made up for a person's correction given without one: rows
+# that still hold it are said as having none, like the rows written since.
+MADE_UP_REASON = "the person's own correction"
+
+
+def given(reason: str) -> str:
+    """The words someone gave as their reason, from what a history row stored after its
+    lead-in: without the made-up stand-in."""
+    return reason.strip().removeprefix(MADE_UP_REASON).strip()
+
+
+def reason_words(stored: str) -> str:
+    """A history row's reason as the pages and the export say it: a correction's lead-in
+    with no words of the corrector's after it says "no reason given"."""
+    for lead in (CORRECTED, CORRECTION_OF):
+        if stored.startswith(lead):
+            return lead + (given(stored.removeprefix(lead)) or NO_REASON)
+    return stored
 
 
 def full_stop(text: str) -> str:

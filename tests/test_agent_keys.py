@@ -129,9 +129,15 @@ def test_a_revoked_agent_gets_no_new_key() -> None:
 # The pages: creating.
 
 
-def test_create_shows_the_key_once_and_it_works(admin: Client) -> None:
-    response = admin.post("/agents/new/", {"name": "crm-assistant", "scopes": ["read", "write"]})
-    assert response.status_code == 201
+def test_create_shows_the_key_once_and_it_works(
+    admin: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")
+    made = admin.post("/agents/new/", {"name": "crm-assistant", "scopes": ["read", "write"]})
+    # Post/redirect/get: a reload of the page that shows the key never sends the form again.
+    assert made.status_code == 303 and made["Location"] == "/agents/crm-assistant/"
+    response = admin.get(made["Location"])
+    assert response.status_code == 200
     assert "no-store" in response["Cache-Control"]
     page = response.content.decode()
     assert "Store it now, it is never shown again" in page
@@ -145,12 +151,17 @@ def test_create_shows_the_key_once_and_it_works(admin: Client) -> None:
     assert key not in str(list(AgentKey.history.values()))
     again = admin.get("/agents/crm-assistant/").content.decode()
     assert keys_in(again) == [] and prefix_of(key) in again
+    assert "The new key was shown once" in again
+    # Only the reload just after says so; and no log line ever held the key.
+    later = admin.get("/agents/crm-assistant/").content.decode()
+    assert "The new key was shown once" not in later and keys_in(later) == []
     assert keys_in(admin.get("/agents/").content.decode()) == []
+    assert key not in caplog.text and prefix_of(key) not in made["Location"]
 
 
 def test_an_admin_may_give_the_staff_scope(admin: Client) -> None:
     response = admin.post("/agents/new/", {"name": "support-tooling", "scopes": ["read", "staff"]})
-    assert response.status_code == 201
+    assert response.status_code == 303
     assert Agent.objects.get().scopes == ["read", "staff"]
 
 
@@ -198,7 +209,7 @@ def test_a_taken_name_points_to_rotation(admin: Client) -> None:
 
 def test_sending_the_create_form_again_says_the_key_was_already_shown(admin: Client) -> None:
     form = {"name": "crm-assistant", "scopes": ["read"]}
-    assert admin.post("/agents/new/", form).status_code == 201
+    assert admin.post("/agents/new/", form).status_code == 303
     again = admin.post("/agents/new/", form)
     assert again.status_code == 409
     assert "its key was shown once, then, and cannot be shown again" in again.content.decode()
@@ -269,11 +280,12 @@ def test_the_keys_table_says_whether_each_key_works_in_one_phrase(
 def test_rotating_on_the_page_shows_the_new_key_once(admin: Client) -> None:
     agent, old = create_agent(name="crm-assistant", scopes=["read"], actor=CLI)
     newest = agent.keys.get().prefix
-    response = admin.post(
+    rotated = admin.post(
         "/agents/crm-assistant/rotate/",
         {"grace_hours": "24", "reason": "Yearly rotation.", "newest": newest},
     )
-    assert response.status_code == 201
+    assert rotated.status_code == 303 and keys_in(rotated["Location"]) == []
+    response = admin.get(rotated["Location"])
     assert "no-store" in response["Cache-Control"]
     page = response.content.decode()
     [new] = set(keys_in(page))
@@ -285,7 +297,7 @@ def test_rotating_on_the_page_shows_the_new_key_once(admin: Client) -> None:
 def test_the_same_rotation_sent_twice_rotates_once(admin: Client) -> None:
     agent, _ = create_agent(name="crm-assistant", scopes=["read"], actor=CLI)
     form = {"grace_hours": "24", "reason": "Yearly.", "newest": agent.keys.get().prefix}
-    assert admin.post("/agents/crm-assistant/rotate/", form).status_code == 201
+    assert admin.post("/agents/crm-assistant/rotate/", form).status_code == 303
     again = admin.post("/agents/crm-assistant/rotate/", form)
     assert again.status_code == 409
     assert "changed since the page was shown" in again.content.decode()
@@ -633,6 +645,11 @@ def test_an_admin_creates_copies_rotates_and_revokes_a_key_in_a_browser(
     page.get_by_role("button", name="Copy the key").click()
     expect(page.get_by_role("status").filter(has_text="Copied")).to_be_visible()
     assert page.evaluate("navigator.clipboard.readText()") == first
+    # A reload asks for the page again (the form was answered with a redirect): no key,
+    # and no second agent.
+    page.reload()
+    expect(page.get_by_text("The new key was shown once")).to_be_visible()
+    assert first not in page.content() and Agent.objects.count() == 1
 
     page.get_by_label(re.compile("^Grace period")).fill("1")
     page.locator("#id_rotate_reason").fill("Yearly rotation.")

@@ -106,6 +106,8 @@ def test_a_memory_before_it_was_written_or_after_it_expired_is_not_in_use(
         expires_at=START + timedelta(days=3),
         expires_omitted=False,
     )
+    # Every moment asked about has come (a future one is refused).
+    clock(START + timedelta(days=5))
     client = signed_in(sam)
     before = client.get(URL, {"at": (START - timedelta(hours=1)).isoformat()}).content.decode()
     during = client.get(URL, {"at": (START + timedelta(days=1)).isoformat()}).content.decode()
@@ -121,6 +123,7 @@ def test_an_open_conflict_at_the_moment_is_in_the_block(
     clock(START)
     remember("Prefers morning deliveries.", subject=MARCO, key="delivery.time")
     remember("Prefers evening deliveries.", subject=MARCO, key="delivery.time")
+    clock(START + timedelta(hours=2))
     page = signed_in(sam).get(URL, {"at": (START + timedelta(hours=1)).isoformat()})
     assert "UNRESOLVED CONFLICT in slot delivery.time" in block_of(page.content.decode())
 
@@ -205,6 +208,7 @@ def test_the_page_runs_a_fixed_number_of_queries_whatever_the_history(
             record_recall(agent=agent, result=recall(subject=current.subject, goal="", k=5))
 
     def count() -> int:
+        clock(START + timedelta(hours=30))
         with CaptureQueriesContext(connection) as captured:
             response = client.get(URL, {"at": (START + timedelta(hours=30)).isoformat()})
             assert response.status_code == 200

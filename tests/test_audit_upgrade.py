@@ -35,6 +35,9 @@ from ledger.models.erasable import ERASABLE, ERASED_REASON, REASON_REMOVED, Eras
 from ledger.reads import audit_chain
 from tests.conftest import SUBJECT
 
+# Minutes long: started first (tests/conftest.py), so it never ends the run alone.
+pytestmark = pytest.mark.long
+
 BEFORE = [("ledger", "0008_admin_audit_and_keys")]
 OTHER = "acct_5c0ffee5c0ffee51"
 WRITTEN = datetime(2025, 3, 4, 9, 30, tzinfo=UTC)

@@ -24,6 +24,9 @@ from tools.bench.commands import Bench, BenchData
 from tools.bench.paths import PATHS
 from tools.bench.servers import ROOT, Database
 
+# Minutes long: started first (tests/conftest.py), so it never ends the run alone.
+pytestmark = pytest.mark.long
+
 SCALE = 300
 
 

@@ -471,7 +471,8 @@ def test_the_page_shows_both_sides_with_who_said_it_and_why(
     assert response.status_code == 200
     page = response.content.decode()
     assert page.index(SAID) < page.index(CORRECTED)
-    assert "The person said this".lower() in page and "corrected by the person" in page
+    assert "the assistant wrote this, citing the person’s message" in page
+    assert "corrected by the person" in page
     assert "the assistant (fixture-agent)" in page and "The person (dana)" in page
     assert "I never want calls" in page
     assert reverse("source", args=["msg_0192"]) in page
@@ -561,6 +562,43 @@ def test_the_list_is_newest_first_and_filters_by_who_subject_and_day(
     now = {entry.memory: entry.status for entry in ada.get(LIST).context["entries"]}
     assert now[many["sam"]] == "Replaced by a revert"
     assert now[many["revert"]] == now[many["ada"]] == "In use"
+
+
+def row_of(page: str, memory: Memory) -> str:
+    """The list's row of ``memory``, its whitespace collapsed."""
+    rows = " ".join(page.split()).split("<tr>")
+    return next(row.split("</tr>")[0] for row in rows if f'"{detail(memory)}"' in row)
+
+
+def test_each_row_says_why_as_history_does_and_offers_a_clear_link_to_open_it(
+    many: dict[str, Memory], people: dict[str, User], remember: Callable[..., Memory]
+) -> None:
+    written = remember("What dana said lately.", key="k.lately")
+    silent = correct_memory(
+        memory=written,
+        actor=Actor.for_user(people["dana"]),
+        statement="What dana says now.",
+        reason="",
+    )
+    ada = signed_in(people["ada"])
+    page = ada.get(LIST).content.decode()
+    # No reason: said as the subject's history and the audit log say it, not a dash.
+    row = row_of(page, silent)
+    assert '<td class="ref">no reason given</td>' in row and "—" not in row
+    history = signed_in(people["dana"]).get(reverse("memory-history", args=[silent.pk]))
+    assert "no reason given" in history.content.decode()
+    assert "no reason given" in ada.get(reverse("audit")).content.decode()
+    assert "dana knew" in row_of(page, many["dana"])
+    # Each row opens its correction with a link that says what it is for: the current ones
+    # can be compared and reverted, the one a revert replaced only opened.
+    link = '<a class="button" href="{}" aria-label="{} the '
+    for memory, words in (
+        (silent, "Compare and revert"),
+        (many["revert"], "Compare and revert"),
+        (many["sam"], "Open"),
+    ):
+        assert link.format(detail(memory), words) in row_of(page, memory)
+    assert f">{words}</a>" in row_of(page, many["sam"])
 
 
 def labels(page: str) -> set[str]:
@@ -680,7 +718,8 @@ def test_an_admin_reverts_in_the_browser_and_the_page_updates_in_place(
     page.goto(LIST)
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "admin-corrections.png"), full_page=True)
-    page.get_by_role("row").filter(has_text=CORRECTED).get_by_role("link").first.click()
+    row = page.get_by_role("row").filter(has_text=CORRECTED)
+    row.get_by_role("link", name=re.compile("^Compare and revert the correction")).click()
     expect(page.get_by_role("heading", name="A correction", level=1)).to_be_visible()
     page.screenshot(path=str(ARTIFACTS / "admin-correction.png"), full_page=True)
 

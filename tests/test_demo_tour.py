@@ -56,6 +56,10 @@ def test_dana_sees_both_possible_conflicts_and_the_held_write_with_its_reason(de
     assert "Keep the commitment, delete the memory" in html
     assert "Not a conflict: keep both" in html
     assert EMAIL in html and PHONED in html
+    # Dana spoke of a colleague: the card says whose words they are, not "You said this".
+    phoned = html[html.index(PHONED) :]
+    assert "The assistant wrote this, citing your message" in phoned[: phoned.index("</form>")]
+    assert "You said this" not in html
     assert NEVER_PHONE in html
     assert HELD in html
     assert "Held for review: It looks like an instruction to the assistant" in html

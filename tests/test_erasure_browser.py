@@ -43,7 +43,9 @@ def test_support_requests_an_erasure_and_an_admin_approves_it(
     page.get_by_role("button", name="Sign out sam").click()
 
     sign_in(page, "ada")
-    page.get_by_role("navigation", name="Main").get_by_role("link", name="Erasure requests").click()
+    nav = page.get_by_role("navigation", name="Main")
+    nav.get_by_text("Admin", exact=True).click()
+    nav.get_by_role("link", name="Erasure requests").click()
     request = page.locator(".erasure-request").filter(has_text=MARCO)
     expect(request).to_contain_text("Requested by support (sam)")
     page.once("dialog", lambda dialog: dialog.accept())
@@ -62,22 +64,3 @@ def test_support_requests_an_erasure_and_an_admin_approves_it(
     page.goto(f"/subjects/{MARCO}/")
     expect(page.get_by_text("Everything was erased on")).to_be_visible()
     assert problems == []
-
-
-def test_an_admins_navigation_fits_two_lines_at_1280_pixels(browser_page: Any, marco: None) -> None:
-    page = browser_page
-    sign_in(page, "ada")
-    header = page.locator("header.site-header")
-    rows = page.eval_on_selector_all(
-        "header.site-header nav li",
-        "els => new Set(els.map(e => Math.round(e.getBoundingClientRect().top))).size",
-    )
-    # The viewer's own links share the brand's line; the pages take the one below.
-    assert rows <= 2
-    # Nothing hidden: every link and the sign-out button is there to see.
-    nav = page.get_by_role("navigation", name="Main")
-    for name in ("Search", "Erasure requests", "Webhooks", "Reminders", "Password"):
-        expect(nav.get_by_role("link", name=name, exact=True)).to_be_visible()
-    expect(nav.get_by_role("button", name="Sign out ada")).to_be_visible()
-    box = header.bounding_box()
-    assert box is not None and box["height"] < 100  # three lines were 122px

@@ -5,7 +5,6 @@ the erase page), the queue after an htmx decision, and the write policy's agents
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
@@ -17,28 +16,15 @@ from django.urls import reverse
 from ledger.actions.erasure_requests import decline_erasure, request_erasure
 from ledger.actors import Actor
 from ledger.models import ErasureRequest, Memory, Subject
+from tests import test_erasure_requests
 from tests.conftest import signed_in
+from tests.test_erasure_requests import ASKED, MARCO, QUEUE
 
 pytestmark = pytest.mark.django_db
 
-MARCO = "acct_5e1f0c0ffee42b9d"
-QUEUE = "/audit/erasure-requests/"
-ASKED = "the person, by phone, ticket 4411"
-
-
-@pytest.fixture
-def people(make_person: Callable[..., Any]) -> dict[str, User]:
-    return {
-        "sam": make_person("sam", role="support"),
-        "ada": make_person("ada", role="admin"),
-        "marco": make_person("marco", subject=MARCO),
-    }
-
-
-@pytest.fixture
-def marco(remember: Callable[..., Memory], people: dict[str, User]) -> Subject:
-    remember("Takes the early train on Mondays.", subject=MARCO)
-    return Subject.objects.get(ref=MARCO)
+# The same people and subject as the queue's own tests.
+people = test_erasure_requests.people
+marco = test_erasure_requests.marco
 
 
 def filed(subject: Subject, people: dict[str, User]) -> ErasureRequest:

@@ -24,7 +24,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from tests.servers import free_port
+
+# Minutes long: started first (tests/conftest.py), so it never ends the run alone.
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parent.parent
 # The README first, then every page of docs/ in a fixed order: alphabetical.

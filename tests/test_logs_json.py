@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -32,12 +30,11 @@ from ledger.actions.people import create_person
 from ledger.actors import Actor
 from tests import test_worker
 from tests.conftest import PASSWORD, SUBJECT, TEST_REDIS_URL, body
-from tests.test_access_log import free_port
+from tests.servers import ROOT, Running, environment, gunicorn
 from tests.test_worker import wait_for
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.worker]
 
-ROOT = Path(__file__).resolve().parent.parent
 sender = test_worker.sender
 
 STATEMENT = "Canary-log-statement-3e9f keeps bees on the roof."
@@ -51,22 +48,8 @@ BAD_KEY = "mak_canarybadkey0d6e9f1a2b3c4d5e6f7a8b9c"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
-@dataclass
-class Running:
-    process: subprocess.Popen[bytes]
-    output: Path
-
-    def lines(self) -> list[str]:
-        return [line for line in self.output.read_text().splitlines() if line.strip()]
-
-    def stop(self, how: signal.Signals = signal.SIGTERM) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(how)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+def written_by(server: Running) -> list[str]:
+    return [line for line in server.output().splitlines() if line.strip()]
 
 
 class Collector(ThreadingHTTPServer):
@@ -98,9 +81,10 @@ def collector() -> Iterator[Collector]:
     server.server_close()
 
 
-def production(collector: Collector) -> dict[str, str]:
+def production(collector: Collector) -> dict[str, str | None]:
     db = connection.settings_dict
-    env = os.environ | {
+    # The worker as deployed too, with the web's secret key (the audit's MACs are made with it).
+    env: dict[str, str | None] = {
         "DATABASE_URL": test_worker.database_url(),
         "DATABASE_POOL": "0",
         "DEBUG": "0",
@@ -112,10 +96,10 @@ def production(collector: Collector) -> dict[str, str]:
         "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{collector.server_port}",
         "OTEL_BSP_SCHEDULE_DELAY": "100",
         "PYTHONUNBUFFERED": "1",
+        "LOG_FORMAT": None,
+        "CELERY_TASK_ALWAYS_EAGER": None,
     }
-    assert db["NAME"] in env["DATABASE_URL"]
-    for unset in ("LOG_FORMAT", "CELERY_TASK_ALWAYS_EAGER"):
-        env.pop(unset, None)
+    assert db["NAME"] in str(env["DATABASE_URL"])
     return env
 
 
@@ -124,40 +108,27 @@ def deployed(
     collector: Collector, sender: Celery, tmp_path: Path
 ) -> Iterator[tuple[str, Running, Running]]:
     """gunicorn as docs/deploy.md runs it, and a quiet Celery worker (no start-up banner)."""
-    port, node, env = free_port(), f"logs-{os.getpid()}@memoryadmin-tests", production(collector)
-    started = [
-        Running(
-            subprocess.Popen(
-                command,
-                cwd=ROOT,
-                env=env,
-                stdout=(tmp_path / f"{name}.log").open("wb"),
-                stderr=subprocess.STDOUT,
-            ),
-            tmp_path / f"{name}.log",
-        )
-        for name, command in (
-            ("web", [str(Path(sys.executable).with_name("gunicorn")), "memoryadmin.wsgi",
-                     f"--bind=127.0.0.1:{port}"]),
-            ("worker", [sys.executable, "-m", "celery", "-A", "memoryadmin", "--quiet", "worker",
-                        "--loglevel=INFO", "--pool=prefork", "--concurrency=1", "--without-gossip",
-                        "--without-mingle", "-n", node]),
-        )
-    ]  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-
-    def answers() -> bool:
-        try:
-            return httpx.get(f"{base}/accounts/login/", timeout=2).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    wait_for(answers, f"gunicorn to answer ({started[0].output})", timeout=60)
-    wait_for(lambda: sender.control.ping(destination=[node], timeout=0.5), "the worker", 45)
-    web, worker = started
-    yield base, web, worker
-    for running in started:
-        running.stop()
+    node, env = f"logs-{os.getpid()}@memoryadmin-tests", production(collector)
+    output = tmp_path / "worker.log"
+    worker = Running(
+        subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "memoryadmin", "--quiet", "worker",
+             "--loglevel=INFO", "--pool=prefork", "--concurrency=1", "--without-gossip",
+             "--without-mingle", "-n", node],
+            cwd=ROOT,
+            env=environment(env),
+            stdout=output.open("wb"),
+            stderr=subprocess.STDOUT,
+        ),
+        output,
+    )  # fmt: skip
+    try:
+        # The worker starts while gunicorn does.
+        with gunicorn(log=tmp_path / "web.log", env=env) as web:
+            wait_for(lambda: sender.control.ping(destination=[node], timeout=0.5), "the worker", 45)
+            yield web.base, web, worker
+    finally:
+        worker.stop()
 
 
 def sign_in(client: httpx.Client, username: str, password: str) -> httpx.Response:
@@ -224,7 +195,7 @@ def test_production_logs_are_json_lines_with_request_ids_and_no_personal_data(
     def sealed() -> list[dict[str, Any]]:
         return [
             line
-            for line in map(json.loads, (t for t in worker.lines() if t.startswith("{")))
+            for line in map(json.loads, (t for t in written_by(worker) if t.startswith("{")))
             if "seal_written" in line["message"] and "succeeded" in line["message"]
         ]
 
@@ -234,11 +205,11 @@ def test_production_logs_are_json_lines_with_request_ids_and_no_personal_data(
 
     # Celery writes two things to the console itself, not through logging: a warning before
     # logging starts when run as root (as in this test's container), and its shutdown.
-    said = worker.lines()
+    said = written_by(worker)
     started = next(n for n, text in enumerate(said) if text.startswith("{"))
     plain = [text for text in said[started:] if not text.startswith("{")]
     assert plain == ["worker: Warm shutdown (MainProcess)"]
-    lines = web.lines() + [text for text in said[started:] if text not in plain]
+    lines = written_by(web) + [text for text in said[started:] if text not in plain]
     logged = [json.loads(text) for text in lines]
     assert all(isinstance(line, dict) and "request_id" in line for line in logged)
     requests = [line for line in logged if line["logger"] == "memoryadmin.requests"]
@@ -259,7 +230,7 @@ def test_production_logs_are_json_lines_with_request_ids_and_no_personal_data(
     during = [line for line in logged if line["logger"].startswith("axes")]
     assert during and {r["request_id"] for r in during} <= {r["request_id"] for r in requests}
 
-    everything = "\n".join(web.lines() + said).lower()
+    everything = "\n".join(written_by(web) + said).lower()
     exported = b"".join(collector.received).lower()
     assert b"memoryadmin.write" in exported and b"memoryadmin.recall" in exported
     canaries = [STATEMENT, "bees on the roof", EXCERPT, GOAL, NAME, USERNAME, EMAIL]

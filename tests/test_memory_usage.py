@@ -3,12 +3,17 @@ last, and lists them on request (htmx, or a plain link that opens the page with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import unquote
 
 import pytest
 import time_machine
 from django.contrib.auth.models import User
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from ledger.actions.recalls import record_recall
@@ -101,9 +106,7 @@ def test_without_javascript_the_link_opens_the_page_with_the_list(
     html = card_html(client.get(response["Location"]).content.decode(), memory)
     assert "<details" in html and " open" in html
     # The person reads plain words; the run's ref is there to quote to support.
-    assert (
-        "A conversation (reference <code>run_a</code>, to quote to support), by fixture-agent"
-    ) in html
+    assert "by fixture-agent" in html and "Reference <code>run_a</code>." in html
 
 
 def test_support_sees_it_too_with_the_runs_linked(
@@ -133,3 +136,37 @@ def test_a_malformed_uses_parameter_is_ignored(dana: User, remember) -> None:
     client = signed_in(dana)
     assert client.get(PAGE, {"uses": "not-a-uuid"}).status_code == 200
     assert client.get(PAGE, {"uses": "00000000-0000-0000-0000-000000000000"}).status_code == 200
+
+
+def test_each_conversation_says_its_goal_and_when_and_offers_to_ask_support(
+    dana: User, remember, agent: Agent, settings: Any
+) -> None:
+    settings.MEMORYADMIN_SUPPORT_EMAIL = "help@example.com"
+    memory = remember("Prefers email for billing.")
+    read(agent, run="run_90", at=datetime(2026, 11, 2, 9, 0, tzinfo=UTC), goal="billing")
+    # The goal is the agent's text: escaped, never markup.
+    goal = "<b>answer</b> a billing question"
+    read(agent, run="run_90", at=datetime(2026, 11, 3, 9, 0, tzinfo=UTC), goal=goal)
+    client = signed_in(dana)
+
+    def listed() -> str:
+        url = reverse("memory-uses", args=[memory.pk])
+        return " ".join(client.get(url, **HTMX).content.decode().split())
+
+    html = listed()
+    assert "&lt;b&gt;answer&lt;/b&gt; a billing question" in html and "<b>" not in html
+    assert "3 November 2026, 09:00 UTC" in html
+    mail = re.search(r'<a href="(mailto:[^"]+)">Ask support about this</a>', html)
+    assert mail is not None
+    asked = unquote(mail[1].replace("&amp;", "&"))
+    assert asked.startswith("mailto:help@example.com?")
+    assert "run_90" in asked and str(memory.pk) in asked
+    # However many conversations it lists, the same number of queries.
+    with CaptureQueriesContext(connection) as one:
+        listed()
+    for n in range(5):
+        read(agent, run=f"run_{n}", at=datetime(2026, 11, 4, 9, n, tzinfo=UTC), goal=f"goal {n}")
+    with CaptureQueriesContext(connection) as six:
+        html = listed()
+    assert "goal 4" in html and html.count("Ask support about this") == 6
+    assert len(six) == len(one)

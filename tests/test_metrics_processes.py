@@ -23,7 +23,7 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import TEST_REDIS_URL
-from tests.servers import database_url, free_port
+from tests.servers import database_url, free_port, gunicorn
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,59 +76,34 @@ def processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def test_gunicorn_workers_counts_add_up_whichever_answers_the_scrape(
-    transactional_db: None, processes: list[subprocess.Popen[bytes]], tmp_path: Path
+    transactional_db: None, tmp_path: Path
 ) -> None:
     folder = tmp_path / "prometheus"
     folder.mkdir()
-    port = free_port()
-    log = tmp_path / "gunicorn.log"
-    processes.append(
-        subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("gunicorn")),
-                "memoryadmin.wsgi",
-                "--workers=3",
-                f"--bind=127.0.0.1:{port}",
-            ],
-            cwd=ROOT,
-            env=os.environ
-            | {
-                "DATABASE_URL": database_url(),
-                "DATABASE_POOL": "0",
-                "DEBUG": "0",
-                "HTTPS": "0",
-                "SECRET_KEY": "metrics-test-key-" + "x" * 40,
-                "PROMETHEUS_MULTIPROC_DIR": str(folder),
-            },
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
+    with gunicorn(
+        "--workers=3",
+        log=tmp_path / "gunicorn.log",
+        env={"PROMETHEUS_MULTIPROC_DIR": str(folder)},
+    ) as web:
+        requests = 48
+
+        def login_page(_: int) -> int:
+            with urllib.request.urlopen(f"{web.base}/accounts/login/", timeout=30) as response:
+                return int(response.status)
+
+        # At once: while one sync worker answers, the next connection goes to another.
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            assert set(pool.map(login_page, range(requests))) == {200}
+        # Each worker's own file: more than one answered, or the sum would prove nothing.
+        answered = [login_pages(path) for path in folder.glob("counter_*.db")]
+        assert sum(answered) == requests and len([n for n in answered if n]) >= 2, answered
+        key = (
+            "memoryadmin_http_requests_total",
+            frozenset({"route": "login", "method": "GET", "status": "200"}.items()),
         )
-    )
-    base = f"http://127.0.0.1:{port}"
-    wait_for(
-        lambda: urllib.request.urlopen(f"{base}/healthz", timeout=2).status == 200,
-        "gunicorn answering",
-        log,
-    )
-    requests = 48
-
-    def login_page(_: int) -> int:
-        with urllib.request.urlopen(f"{base}/accounts/login/", timeout=30) as response:
-            return int(response.status)
-
-    # At once: while one sync worker answers, the next connection goes to another.
-    with ThreadPoolExecutor(max_workers=8) as pool:
-        assert set(pool.map(login_page, range(requests))) == {200}
-    # Each worker's own file: more than one answered, or the sum would prove nothing.
-    answered = [login_pages(path) for path in folder.glob("counter_*.db")]
-    assert sum(answered) == requests and len([n for n in answered if n]) >= 2, answered
-    key = (
-        "memoryadmin_http_requests_total",
-        frozenset({"route": "login", "method": "GET", "status": "200"}.items()),
-    )
-    # Each scrape is answered by whichever worker accepts it, and says the same total.
-    for _ in range(4):
-        assert samples(f"{base}/metrics")[key] == requests
+        # Each scrape is answered by whichever worker accepts it, and says the same total.
+        for _ in range(4):
+            assert samples(f"{web.base}/metrics")[key] == requests
 
 
 @pytest.mark.worker

@@ -39,7 +39,8 @@ from ledger.rules.text import forbidden_character, forbidden_in_excerpt
 from tests.conftest import SUBJECT, VALID_BODY
 from tests.test_snapshots_api import snapshot_body
 
-pytestmark = pytest.mark.django_db
+# Minutes long: started first (tests/conftest.py), so it never ends the run alone.
+pytestmark = [pytest.mark.django_db, pytest.mark.long]
 
 # make test runs a bounded, repeatable sample; make fuzz raises it.
 EXAMPLES = int(os.environ.get("OPENAPI_EXAMPLES", "8"))

@@ -212,7 +212,7 @@ def test_headings_count_the_whole_list_and_say_where_they_continue(
     assert 'Facts about the account <span class="count">2</span>' in second
 
 
-def test_what_waits_for_the_person_comes_first_and_conflicts_stay_on_the_first_page(
+def test_what_waits_for_the_person_is_on_the_first_page_after_its_memories(
     people: dict[str, User],
     write: Callable[..., list[Memory]],
     remember: Callable[..., Memory],
@@ -225,10 +225,14 @@ def test_what_waits_for_the_person_comes_first_and_conflicts_stay_on_the_first_p
     write(6)
     first = client.get(PAGE).content.decode()
     assert "Statements that disagree" in first and shown(first, guess)
-    assert first.index(f'id="memory-{guess.pk}"') < first.index("<h2>Preferences")
+    # The memories come first, a keyboard's few Tab presses away; questions after them.
+    assert first.index('<h2 id="group-preference">Preferences') < first.index(
+        f'id="memory-{guess.pk}"'
+    )
+    assert first.index('id="memories"') < first.index("Statements that disagree")
     last = client.get(PAGE, {"page": "3"}).content.decode()
     assert "Statements that disagree" not in last
-    assert "1 conflict to settle</a> is at the top of the first page." in last
+    assert "1 conflict to settle</a> is on the first page." in last
     conflict = leeds.conflicts.get()
     assert shown(last, leeds) and f'href="?#conflict-{conflict.pk}"' in last
 
@@ -310,10 +314,10 @@ def test_a_queue_longer_than_its_count_says_more_than(
     for n in range(5):
         remember(f"Might like tulips {n}.", basis="inferred", subject=f"acct_t{n}")
     home = client.get("/").content.decode()
-    pending = '<a href="/queues/pending/">Guesses waiting for confirmation</a>'
+    pending = '<a href="/queues/pending/">Waiting for confirmation: guesses and held writes</a>'
     assert f'{pending} <span class="badge pending">3+</span>' in home
     queue = client.get("/queues/pending/").content.decode()
-    assert "More than 3 guesses waiting, oldest first." in queue
+    assert "More than 3 items waiting, oldest first." in queue
     for n in range(5):
         assert f"Might like tulips {n}." in queue
 

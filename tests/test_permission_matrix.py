@@ -412,6 +412,19 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "401 401 401 401 401 403 405 401",
     ),
     "audit/": ("/audit/", "302 404 404 404 200 302 302 302", "302 404 404 404 405 302 302 302"),
+    # Admins only: the chain's status, polled while a verification runs; outside htmx, the
+    # Audit page it is part of.
+    "audit/chain/": (
+        "/audit/chain/",
+        "302 404 404 404 302 302 302 302",
+        "302 404 404 404 405 302 302 302",
+    ),
+    # Admins only: queues one verification, then back to the Audit page.
+    "audit/verify/": (
+        "/audit/verify/",
+        "302 404 404 404 405 302 302 302",
+        "302 404 404 404 302 302 302 302",
+    ),
     "audit/corrections/": (
         "/audit/corrections/",
         "302 404 404 404 200 302 302 302",
@@ -575,6 +588,11 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "302 404 404 404 200 302 302 302",
         "302 404 404 404 400 302 302 302",
     ),
+    "permissions/": (
+        "/permissions/",
+        "302 404 404 200 200 302 302 302",
+        "302 404 404 405 405 302 302 302",
+    ),
     "policy/": ("/policy/", "302 404 404 404 200 302 302 302", "302 404 404 404 400 302 302 302"),
     "webhooks/": (
         "/webhooks/",
@@ -617,6 +635,19 @@ MATRIX: dict[str, tuple[str, str, str]] = {
         "/queues/{queue}/",
         "302 404 404 200 200 302 302 302",
         "302 404 404 405 405 302 302 302",
+    ),
+    # Staff only. An empty POST hands the item to nobody: refused in words (giving it back
+    # is its own button's ``give_back``).
+    "queues/items/<str:kind>/<str:pk>/<str:what>/": (
+        "/queues/items/memory/{memory}/assign/",
+        "302 404 404 405 405 302 302 302",
+        "302 404 404 400 400 302 302 302",
+    ),
+    # An empty POST selects nothing: refused in words.
+    "queues/pending/confirm/": (
+        "/queues/pending/confirm/",
+        "302 404 404 405 405 302 302 302",
+        "302 404 404 400 400 302 302 302",
     ),
     "recalls/<int:pk>/": (
         "/recalls/{recall}/",

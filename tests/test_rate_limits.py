@@ -32,8 +32,11 @@ from ledger.actors import Actor
 from ledger.api.throttling import limiter_for
 from ledger.models import Memory
 from tests.conftest import SUBJECT, TEST_REDIS_URL, agent_client, body
-from tests.servers import database_url, free_port
+from tests.servers import free_port, gunicorn
 from tests.test_production_settings import check_deploy
+
+# Minutes long: started first (tests/conftest.py), so it never ends the run alone.
+pytestmark = pytest.mark.long
 
 ROOT = Path(__file__).resolve().parent.parent
 URL = "/api/v1/memories"
@@ -182,52 +185,6 @@ def test_a_limit_cannot_be_switched_off(value: str) -> None:
 # 200 writes at once against a limit of 50, across the processes of a real gunicorn.
 
 
-@pytest.fixture
-def gunicorn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """Start gunicorn (2 worker processes) against the test database with ``env`` added."""
-    started: list[subprocess.Popen[bytes]] = []
-
-    def start(env: dict[str, str]) -> str:
-        port = free_port()
-        log = (tmp_path / "gunicorn.log").open("wb")
-        server = subprocess.Popen(
-            [
-                str(Path(sys.executable).with_name("gunicorn")),
-                "memoryadmin.wsgi",
-                "--workers=2",
-                "--threads=8",
-                f"--bind=127.0.0.1:{port}",
-            ],
-            cwd=ROOT,
-            env=os.environ
-            | {
-                "DATABASE_URL": database_url(),
-                "DATABASE_POOL": "0",
-                "DEBUG": "0",
-                "HTTPS": "0",
-                "SECRET_KEY": "rate-limit-test-key-" + "x" * 40,
-            }
-            | env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        started.append(server)
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/api/schema/", timeout=2)
-                return base
-            except OSError:
-                assert time.monotonic() < deadline, (tmp_path / "gunicorn.log").read_text()
-                time.sleep(0.3)
-
-    yield start
-    for server in started:
-        server.terminate()
-        server.wait(timeout=30)
-
-
 def post(base: str, key: str, n: int, subject: str) -> tuple[int, str | None]:
     call = urllib.request.Request(
         f"{base}{URL}",
@@ -246,33 +203,41 @@ ROUNDS = int(os.environ.get("XROUNDS", "20"))
 
 
 def test_200_concurrent_writes_against_a_limit_of_50_accept_exactly_50_every_time(
-    transactional_db: None, gunicorn: Any, tmp_path: Path
+    transactional_db: None, tmp_path: Path
 ) -> None:
     """Twenty rounds, each a fresh agent: 200 writes at once through 2 gunicorn processes of
     8 threads, sharing one count in Redis."""
     limiter_for(TEST_REDIS).storage.reset()
-    base = gunicorn(
-        {
-            "MEMORYADMIN_RATE_WRITES": "50/min",
-            "REDIS_URL": TEST_REDIS,
-            # What is measured is the count: the writes' meaning and their log lines only
-            # cost time on the test machine.
-            "MEMORYADMIN_EMBEDDINGS": "off",
-            "LOG_LEVEL": "WARNING",
-        }
-    )
     rounds = []
-    with ThreadPoolExecutor(max_workers=200) as pool:
+    with (
+        gunicorn(
+            "--workers=2",
+            "--threads=8",
+            log=tmp_path / "gunicorn.log",
+            env={
+                "MEMORYADMIN_RATE_WRITES": "50/min",
+                "REDIS_URL": TEST_REDIS,
+                # What is measured is the count: a database connection opened for each of
+                # the 4,000 requests (a deployment pools them), the writes' meaning and
+                # their log lines only cost time on the test machine.
+                "DATABASE_POOL": "1",
+                "MEMORYADMIN_EMBEDDINGS": "off",
+                "LOG_LEVEL": "WARNING",
+            },
+        ) as web,
+        ThreadPoolExecutor(max_workers=200) as pool,
+    ):
         for number in range(ROUNDS):
             _, key = create_agent(
                 name=f"flood-{number}", scopes=["write"], actor=Actor.system("test")
             )
-            # A subject of its own: one holds only so many memories (409 past its cap).
-            subjects = [f"acct_flood{number}"] * 200
-            answers = list(pool.map(post, [base] * 200, [key] * 200, range(200), subjects))
+            # Each write about a subject of its own: writes about one subject wait for each
+            # other (its lock), which would queue the accepted ones, not test the limit.
+            subjects = [f"acct_flood{number}_{n}" for n in range(200)]
+            answers = list(pool.map(post, [web.base] * 200, [key] * 200, range(200), subjects))
             rounds.append(Counter(code for code, _ in answers))
             assert all(wait is not None and int(wait) > 0 for code, wait in answers if code == 429)
-    log = (tmp_path / "gunicorn.log").read_text()[-5000:]
+    log = web.output()[-5000:]
     assert all(set(codes) <= {201, 429} for codes in rounds), ([dict(c) for c in rounds], log)
     assert [codes[201] for codes in rounds] == [50] * ROUNDS, log
     assert Memory.objects.count() == 50 * ROUNDS

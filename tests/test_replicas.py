@@ -11,12 +11,12 @@ stopped to make it fail.
 
 from __future__ import annotations
 
+import contextlib
 import http.cookiejar
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -33,7 +33,7 @@ import pytest
 from django.db import connection
 
 from tests.conftest import PASSWORD, body
-from tests.servers import free_port
+from tests.servers import free_port, gunicorn
 
 ROOT = Path(__file__).resolve().parent.parent
 SUBJECT = "acct_replica_test_0001"
@@ -236,51 +236,33 @@ class Server:
 def serve(pair: Pair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Server]]:
     """gunicorn (one process) reading from the pair, the replica's allowed lag given; one
     server for each lag, shared by the tests."""
-    started: list[subprocess.Popen[bytes]] = []
     servers: dict[int, Server] = {}
+    with contextlib.ExitStack() as running:
 
-    def start(max_lag: int) -> Server:
-        if max_lag in servers:
+        def start(max_lag: int) -> Server:
+            if max_lag not in servers:
+                log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
+                web = running.enter_context(
+                    gunicorn(
+                        "--workers=1",
+                        "--threads=4",
+                        log=log,
+                        env={
+                            "DATABASE_URL": pair.url(pair.primary_port),
+                            "DATABASE_REPLICA_URLS": pair.url(pair.replica_port),
+                            "MEMORYADMIN_REPLICA_MAX_LAG_SECONDS": str(max_lag),
+                            "MEMORYADMIN_REPLICA_CHECK_SECONDS": "1",
+                            "MEMORYADMIN_EMBEDDINGS": "off",
+                            # As deployed: each process keeps a pool of connections to each
+                            # database.
+                            "DATABASE_POOL": "1",
+                        },
+                    )
+                )
+                servers[max_lag] = Server(web.base, log)
             return servers[max_lag]
-        port = free_port()
-        log = tmp_path_factory.mktemp("gunicorn") / "gunicorn.log"
-        started.append(
-            subprocess.Popen(
-                [str(Path(sys.executable).with_name("gunicorn")), "memoryadmin.wsgi"]
-                + ["--workers=1", "--threads=4", f"--bind=127.0.0.1:{port}"],
-                cwd=ROOT,
-                env=os.environ
-                | {
-                    "DATABASE_URL": pair.url(pair.primary_port),
-                    "DATABASE_REPLICA_URLS": pair.url(pair.replica_port),
-                    "MEMORYADMIN_REPLICA_MAX_LAG_SECONDS": str(max_lag),
-                    "MEMORYADMIN_REPLICA_CHECK_SECONDS": "1",
-                    "MEMORYADMIN_EMBEDDINGS": "off",
-                    # As deployed: each process keeps a pool of connections to each database.
-                    "DATABASE_POOL": "1",
-                    "DEBUG": "0",
-                    "HTTPS": "0",
-                    "SECRET_KEY": "replica-test-key-" + "x" * 40,
-                },
-                stdout=log.open("wb"),
-                stderr=subprocess.STDOUT,
-            )
-        )
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"{base}/accounts/login/", timeout=2)
-                servers[max_lag] = Server(base, log)
-                return servers[max_lag]
-            except OSError:
-                assert time.monotonic() < deadline, log.read_text()
-                time.sleep(0.2)
 
-    yield start
-    for server in started:
-        server.send_signal(signal.SIGINT)  # gunicorn's quick shutdown
-        server.wait(timeout=30)
+        yield start
 
 
 def remember(server: Server, key: str, statement: str) -> str:

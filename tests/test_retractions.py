@@ -21,6 +21,7 @@ from ledger.models import Agent, Memory, RetractionBatch, Subject
 from ledger.reads.recall import recall
 from ledger.rules import retractions as retraction_rules
 from ledger.rules.refusals import Refusal
+from ledger.views import retractions as retraction_views
 from tests.conftest import signed_in
 
 pytestmark = pytest.mark.django_db
@@ -131,9 +132,25 @@ def test_undo_puts_both_back_as_one_action(story: dict[str, Memory], sam: User) 
         refused = signed_in(sam).post(f"/retractions/{batch.pk}/undo/", {"reason": reason})
         assert refused.status_code == 400
         assert statuses() == deleted
-    response = signed_in(sam).post(f"/retractions/{batch.pk}/undo/", {"reason": "wrong call"})
+    before = signed_in(sam).get(f"/retractions/{batch.pk}/").content.decode()
+    assert "<h1>2 memories deleted in one batch</h1>" in before
+    response = signed_in(sam).post(
+        f"/retractions/{batch.pk}/undo/",
+        {"reason": "wrong call"},
+        headers={"HX-Request": "true", "HX-Target": "undo"},
+    )
     assert response.status_code == 200
-    assert "2 memories are back" in response.content.decode()
+    swapped = response.content.decode()
+    assert "2 memories are back" in swapped
+    # The heading is in what the undo swaps, and says what is true now.
+    assert "<h1>Undone: the batch that deleted 2 memories</h1>" in swapped
+    after = signed_in(sam).get(f"/retractions/{batch.pk}/").content.decode()
+    assert "<h1>Undone: the batch that deleted 2 memories</h1>" in after
+    # Who undid it, when and why, right after the undo and on any later visit.
+    for page in (swapped, after):
+        assert 'Undone by you, <time datetime="' in page
+        assert '<strong>Why it was undone:</strong> <span class="ref">wrong call</span>' in page
+    assert "deleted in one batch" not in after
     assert set(statuses().values()) == {"active"}
     batch.refresh_from_db()
     assert batch.undone_by == "user:sam" and batch.undone_at is not None
@@ -289,16 +306,25 @@ def test_preview_and_batch_pages_query_the_same_at_2_and_20_memories(
     assert counts_small == counts_large
 
 
-def test_the_list_continues_after_a_batch(story: dict[str, Memory], sam: User) -> None:
-    batch = retract_batch(
+def test_the_list_continues_after_a_batch(
+    story: dict[str, Memory], sam: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    retract_batch(
         selection=Selection(source_ref="msg_0588"),
         actor=Actor.for_user(sam),
         reason="the first batch of all",
     )
     client = signed_in(sam)
     assert "the first batch of all" in client.get("/retractions/").content.decode()
-    older = client.get(f"/retractions/?after={batch.pk}").content.decode()
-    assert "the first batch of all" not in older
+    retract_batch(
+        selection=Selection(source_ref="msg_0601"), actor=Actor.for_user(sam), reason="the second"
+    )
+    monkeypatch.setattr(retraction_views, "BATCHES_SHOWN", 1)
+    first = client.get("/retractions/").content.decode()
+    assert "the second" in first
+    assert "the first batch of all" not in first
+    older = first.split('href="?after=')[1].split('"')[0]
+    assert "the first batch of all" in client.get(f"/retractions/?after={older}").content.decode()
     assert client.get("/retractions/?after=nonsense").status_code == 400
 
 
@@ -312,3 +338,69 @@ def test_a_preview_larger_than_one_batch_says_so_and_offers_no_delete(
     assert "2 memories would be deleted" in page
     assert "One batch takes at most 1 memories" in page
     assert "Delete 2 memories" not in page
+
+
+def test_memories_ticked_in_the_search_are_deleted_as_one_undoable_batch(
+    story: dict[str, Memory], sam: User
+) -> None:
+    client = signed_in(sam)
+    phoned, parcels = story["phoned"], story["parcels"]
+    retract_batch(
+        selection=Selection(source_ref="msg_0601"), actor=Actor.for_user(sam), reason="earlier"
+    )
+    results = client.get("/", {"q": MARCO}).content.decode()
+    # A box to tick on each memory a deletion can still reach; none on the deleted one.
+    assert f'name="memories" value="{phoned.pk}"' in results
+    assert f'name="memories" value="{parcels.pk}"' not in results
+    assert 'action="/retractions/new/"' in results
+    preview = client.get(f"/retractions/new/?memories={phoned.pk}").content.decode()
+    assert "1 memory would be deleted" in preview
+    # The page is about the ticked memories: no source, run or time fields whose examples
+    # read like values chosen for them.
+    assert "<h1>Delete the 1 ticked memory</h1>" in preview
+    assert "Delete what a source wrote" not in preview
+    for field in ("source_ref", "run", "agent", "written_after", "written_before"):
+        assert f'name="{field}"' not in preview
+    assert 'placeholder="msg_0588"' not in preview
+    two = client.get(
+        "/retractions/new/", {"memories": [str(phoned.pk), str(story["after_six"].pk)]}
+    )
+    assert "<h1>Delete the 2 ticked memories</h1>" in two.content.decode()
+    assert f'name="memories" value="{phoned.pk}"' in preview
+    response = client.post(
+        "/retractions/new/", {"memories": str(phoned.pk), "expected": "1", "reason": "misread"}
+    )
+    assert response.status_code == 302
+    assert statuses()[PHONED] == "retracted"
+    assert statuses()[AFTER_SIX] == "active"
+    batch = RetractionBatch.objects.get(reason="misread")
+    assert (
+        "Chosen by ticking them in the search" in client.get(response["Location"]).content.decode()
+    )
+    undo_batch(batch=batch, actor=Actor.for_user(sam), reason="wrong call")
+    assert statuses()[PHONED] == "active"
+
+
+@pytest.mark.parametrize(
+    ("memories", "status", "words"),
+    [
+        ("not-an-id", 400, "“not-an-id” is not a memory&#x27;s id"),
+        ("6b1f0c93-d2e8-4a71-9f6b-0c93d2e84a71", 404, "No memory has the id"),
+    ],
+)
+def test_bad_ticked_memories_are_refused_in_words_and_nothing_is_written(
+    story: dict[str, Memory], sam: User, memories: str, status: int, words: str
+) -> None:
+    client = signed_in(sam)
+    before = statuses()
+    ticked = f"{story['phoned'].pk},{memories}"
+    preview = client.get("/retractions/new/", {"memories": ticked})
+    assert preview.status_code == status
+    assert words in preview.content.decode()
+    posted = client.post(
+        "/retractions/new/", {"memories": ticked, "expected": "2", "reason": "misread"}
+    )
+    assert posted.status_code == status
+    assert words in posted.content.decode()
+    assert statuses() == before
+    assert not RetractionBatch.objects.exists()

@@ -19,6 +19,9 @@ from ledger.reads.recall import recall
 from ledger.reads.retrieval import search_everything
 from tests.conftest import SUBJECT
 
+# Minutes long: started first (tests/conftest.py), so it never ends the run alone.
+pytestmark = pytest.mark.long
+
 STATEMENTS = (
     "Likes aisle seats on flights.",
     "Has a dog called Rex.",

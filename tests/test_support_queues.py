@@ -68,7 +68,7 @@ def test_pending_guesses_are_listed_oldest_first_with_their_count(
     second = remember("Might work nights.", basis="inferred", key="shifts")
     remember("Prefers email.", key="contact.channel")
     html = page(signed_in("sam"), "/queues/pending/")
-    assert "2 guesses waiting" in html
+    assert "2 items waiting" in html
     a, b = positions(
         html,
         reverse("memory-history", args=[first.pk]),
@@ -142,7 +142,7 @@ def test_queues_page_through_without_overlap_or_gap(
         )
         if "Next page" not in html:
             break
-        params = {"after": html.split("?after=")[1].split('"')[0]}
+        params = {"after": html.split('href="?after=')[1].split('"')[0]}
     expected = sorted(guesses, key=lambda g: (g.written_at, g.pk))
     assert order == expected
 
@@ -202,7 +202,7 @@ def test_the_staff_home_counts_each_queue(
     journal("refund-1", "unknown")
     html = page(signed_in("sam"), "/")
     for queue, title, number in [
-        ("pending", "Guesses waiting for confirmation", '"badge pending">1'),
+        ("pending", "Waiting for confirmation: guesses and held writes", '"badge pending">1'),
         ("journal", "Actions whose outcome nobody knows", '"badge pending">1'),
         ("conflicts", "Conflicts to resolve", '"badge">0'),
     ]:

@@ -244,6 +244,37 @@ def test_bad_filters_are_a_400_in_words(
     assert words in response.content.decode()
 
 
+def test_a_too_long_search_says_so_in_our_words_page_or_htmx(story: dict[str, Memory]) -> None:
+    client = signed_in("sam")
+    long = "phone " * 50
+    page = client.get("/", {"q": long})
+    assert page.status_code == 400
+    html = page.content.decode()
+    assert "299 characters is too long for a search (200 at most)" in html
+    assert "Ensure this value" not in html
+    swapped = client.get(
+        "/", {"q": long}, headers={"HX-Request": "true", "HX-Target": "search-results"}
+    )
+    assert swapped.status_code == 400
+    fragment = swapped.content.decode()
+    # Only the results' place, not a whole page inside it.
+    assert fragment.lstrip().startswith('<div id="search-results">')
+    assert "too long for a search" in fragment
+
+
+def test_the_search_box_is_focused_and_its_form_keeps_the_search_in_the_address(
+    story: dict[str, Memory],
+) -> None:
+    html = find(signed_in("sam"), q="phone", kind="preference")
+    box = html.split('id="q"', 1)[1].split(">", 1)[0]
+    assert "autofocus" in box
+    form = html.split('role="search"', 1)[0].rsplit("<form", 1)[1]
+    assert 'method="get"' in form
+    # A search sent adds to the history; typing refines the entry of the search under way.
+    assert 'hx-push-url="true"' in html.split('role="search"', 1)[1].split(">", 1)[0]
+    assert 'hx-replace-url="true"' in box
+
+
 def test_next_pages_have_no_overlap_and_no_gap(
     story: dict[str, Memory], remember: Callable[..., Memory], monkeypatch: Any
 ) -> None:
@@ -331,3 +362,59 @@ def test_end_users_never_reach_support_search(story: dict[str, Memory], client: 
     assert dana.get("/sources/msg_0588/").status_code == 404
     anonymous = client.get("/sources/msg_0588/")
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
+
+
+def test_typing_refines_one_history_entry_and_a_search_sent_or_filtered_adds_one(
+    story: dict[str, Memory],
+) -> None:
+    client = signed_in("sam")
+
+    def ask(params: dict[str, str], current: str, trigger: str = "") -> Any:
+        headers = {
+            "HX-Request": "true",
+            "HX-Target": "search-results",
+            "HX-Current-URL": f"http://testserver{current}",
+        }
+        if trigger:
+            headers["HX-Trigger"] = trigger
+        response = client.get("/", params, headers=headers)
+        assert response.status_code == 200
+        return response
+
+    # The first pause from the home starts a search: Back returns to the queues.
+    assert ask({"q": "deliv"}, "/", trigger="q")["HX-Push-Url"] == "/?q=deliv"
+    # Later pauses refine that same entry: Back never steps through half-typed words.
+    typed = ask({"q": "deliveries"}, "/?q=deliv", trigger="q")
+    assert typed["HX-Replace-Url"] == "/?q=deliveries"
+    assert "HX-Push-Url" not in typed
+    # Enter on what the address already holds adds nothing; a filter applied adds an entry.
+    sent = ask({"q": "deliveries", "kind": ""}, "/?q=deliveries")
+    assert sent["HX-Replace-Url"] == "/?q=deliveries"
+    assert "HX-Push-Url" not in sent
+    filtered = ask({"q": "deliveries", "status": "retracted"}, "/?q=deliveries")
+    assert filtered["HX-Push-Url"] == "/?q=deliveries&status=retracted"
+    # Back when htmx's history cache missed: the whole page, its box and filters set from
+    # the address, and the address left alone.
+    restored = client.get(
+        "/",
+        {"q": "deliveries", "status": "retracted"},
+        headers={"HX-Request": "true", "HX-History-Restore-Request": "true"},
+    )
+    html = restored.content.decode()
+    assert 'role="search"' in html
+    assert 'value="deliveries"' in html.split('id="q"', 1)[1].split(">", 1)[0]
+    assert '<option value="retracted" selected>' in html
+    assert "HX-Push-Url" not in restored and "HX-Replace-Url" not in restored
+
+
+def test_best_matches_are_left_out_while_a_memory_filter_is_set(story: dict[str, Memory]) -> None:
+    client = signed_in("sam")
+    phoned = story["phoned"].statement
+    assert "Best matches" in find(client, q="deliveries")
+    # "Deleted" shows no memory in use anywhere on the page, and says why the rest is gone.
+    deleted = find(client, q="deliveries", status="retracted")
+    assert "Best matches</h2>" not in deleted
+    assert phoned not in deleted
+    assert "left out while a memory filter is set" in deleted
+    # The days written narrow every type: the best matches stay, within them.
+    assert "Best matches</h2>" in find(client, q="deliveries", written_from="2031-02-01")

@@ -56,11 +56,11 @@ def test_page_shows_statement_label_origin_excerpt_and_expiry(dana) -> None:
     html = dana.get(page_url()).content.decode()
     assert "What the assistant remembers about you" in html
     assert "Prefers email over telephone for billing questions." in html
-    assert "You said this" in html
+    assert "The assistant wrote this, citing your message" in html
     assert "from your message in the conversation of" in html
     assert "please email me about invoices" in html
     assert "Expires on" in html
-    assert "<h2>Preferences" in html
+    assert '<h2 id="group-preference">Preferences' in html
 
 
 def test_memories_are_grouped_by_kind_newest_first(dana, remember) -> None:
@@ -498,7 +498,7 @@ def test_support_sees_the_page_in_their_own_words(dana, make_person) -> None:
     client.login(username="sam", password=PASSWORD)
     html = client.get(page_url()).content.decode()
     assert "What the assistant remembers about acct_4b71c9e20d8af315" in html
-    assert "The person said this" in html
+    assert "The assistant wrote this, citing the person’s message" in html
     assert "from the person’s message in the conversation of" in html
 
 

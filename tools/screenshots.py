@@ -39,7 +39,8 @@ def demo_server() -> Iterator[str]:
             "DJANGO_RUNSERVER_HIDE_WARNING": "true",
         }
         manage = [sys.executable, "manage.py"]
-        for command in (["migrate", "-v", "0"], ["seed_demo"]):
+        # verify_audit: the Audit page's chain status shows a verification, by the command line.
+        for command in (["migrate", "-v", "0"], ["seed_demo"], ["verify_audit"]):
             subprocess.run(manage + command, cwd=ROOT, env=env, check=True, capture_output=True)
         server = subprocess.Popen(
             manage + ["runserver", f"127.0.0.1:{port}", "--noreload"],
@@ -142,6 +143,8 @@ def take(browser: Any, base: str) -> None:
     shoot(sam, "reminders-support")
     take_support(sam)
     take_admin(signed_in(browser, base, "alex"))
+    # Last: the work it records would head the admin's audit screenshot.
+    take_queue_work(sam)
 
 
 def take_untrusted_writes(dana: Any) -> None:
@@ -155,11 +158,31 @@ def take_untrusted_writes(dana: Any) -> None:
     print("docs/screenshots/user-11-held-for-review.png")
 
 
+def take_queue_work(sam: Any) -> None:
+    """An item of the conflicts queue taken by sam, with its ticket and an internal note."""
+    sam.goto("/queues/conflicts/")
+    row = sam.locator("table.queue tbody tr").first
+    row.get_by_role("button", name="Take it").click()
+    row.locator("p.work-status", has_text="Assigned to").wait_for()
+    row.get_by_label("Ticket").fill("HD-4471")
+    row.get_by_role("button", name="Save ticket").click()
+    row.locator("code.ticket").wait_for()
+    row.locator("summary", has_text="Internal notes").click()
+    row.get_by_label("New note").fill("Asked Dana by e-mail which delivery window holds.")
+    row.get_by_role("button", name="Add note").click()
+    row.get_by_text("Asked Dana by e-mail").wait_for()
+    sam.goto("/queues/conflicts/?assigned=mine")
+    if sam.locator("summary", has_text="Internal notes").count():
+        sam.locator("summary", has_text="Internal notes").first.click()
+    shoot(sam, "support-09-queue-work", full_page=False)
+
+
 def take_support(sam: Any) -> None:
     """Support's tour: Marco's complaint, from the search box to a batch deletion."""
     sam.goto("/?q=phone")
     shoot(sam, "support-01-search")
-    row = sam.get_by_role("row").filter(has_text="Happy to be phoned about deliveries.")
+    results = sam.locator("section[aria-labelledby=memory-results-title]")
+    row = results.get_by_role("row").filter(has_text="Happy to be phoned about deliveries.")
     row.get_by_role("link", name="Trace").click()
     shoot(sam, "support-02-trace")
     sam.goto("/sources/msg_0588/")
@@ -180,6 +203,8 @@ def take_admin(alex: Any) -> None:
     quarantine), a new key shown once, and people."""
     alex.goto("/audit/?role=support")
     shoot(alex, "admin-01-audit")
+    alex.goto("/permissions/")
+    shoot(alex, "admin-07-permissions")
     alex.goto(f"/audit/corrections/?subject={PRIYA}")
     row = alex.get_by_role("row").filter(has_text="Prefers to be addressed as Mrs Shah.")
     row.get_by_role("cell").first.get_by_role("link").click()

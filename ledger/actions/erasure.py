@@ -25,6 +25,8 @@ from ledger.models import (
     JournalEntry,
     LedgerEntry,
     Memory,
+    QueueNote,
+    QueueWork,
     Recall,
     RecallItem,
     RetractionBatch,
@@ -102,6 +104,7 @@ def erase_subject(
                 ERASABLE[RetractionBatch].reach([locked.pk])
             )
         )
+        work = list(QueueWork.objects.select_for_update(of=("self",)).about([locked.pk]))
 
         for memory in memories:
             fields = _blank(memory)
@@ -126,8 +129,10 @@ def erase_subject(
                 close_conflict(conflict, actor=actor, reason=ERASED_REASON, now=now)
         # A batch may also have taken memories about others: it keeps its count, who and
         # when for them, and loses its reason and selection, which may quote this person.
-        for row in [*sources, *journal, *notes, *runs, *batches]:
+        for row in [*sources, *journal, *notes, *runs, *batches, *work]:
             save_tracked(row, actor=actor, reason=ERASED_REASON, update_fields=_blank(row))
+        # Support's internal notes on the subject's queue items may quote the person.
+        QueueNote.objects.filter(work__in=work).delete()
         _overtake_requests(locked, actor=actor, now=now)
 
         fields = _blank(locked)

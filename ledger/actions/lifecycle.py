@@ -6,7 +6,7 @@ change is never undone, and each keeps its slot's conflict in step.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -18,7 +18,12 @@ from ledger.actions._ownership import refuse_unless_own
 from ledger.actions._reasons import refuse_missing_reason
 from ledger.actions._tracking import save_tracked
 from ledger.actions.reminders import clear_reminders, reopen_reminders
-from ledger.actions.slots import lock_slot, open_possible_conflicts, refresh_conflict
+from ledger.actions.slots import (
+    lock_slot,
+    open_possible_conflicts,
+    refresh_conflict,
+    reopen_conflicts,
+)
 from ledger.actions.sources import SourceInput, add_source
 from ledger.actions.webhooks import emit_memories
 from ledger.actors import Actor
@@ -48,7 +53,7 @@ from ledger.rules.memories import (
 )
 from ledger.rules.refusals import Refusal
 from ledger.rules.text import normalize_statement
-from ledger.words import CORRECTION_OF, CORRECTION_REF
+from ledger.words import CORRECTED, CORRECTION_OF, CORRECTION_REF
 
 # A correction to words another live memory already says: the start of the reasons kept in
 # the corrected memory's history (before the other memory's id) and in the other's.
@@ -58,9 +63,6 @@ WITHHELD_CARRIED = (
     "The person does not want the assistant to use the memory corrected into these words, "
     "so it is not used either."
 )
-# What the history says of the person's own change when they give no reason: they need
-# not (support and admins must, ``refuse_missing_reason``), and the change is its own why.
-PERSONS_OWN_CORRECTION = "the person's own correction"
 DELETED_BY_PERSON = "Deleted by the person."
 CONFIRMED_BY_PERSON = "Confirmed by the person."
 GUESS_DENIED_BY_PERSON = "The person said the guess is wrong."
@@ -91,8 +93,6 @@ def correct_memory(
     with transaction.atomic():
         old = lock_slot(memory)
         refuse_missing_reason(actor=actor, subject=old.subject, reason=reason)
-        if not reason.strip() and _by_person(actor, old):
-            reason = PERSONS_OWN_CORRECTION
         refuse_memory_move(old.status, MemoryMove.CORRECT)
         by_agent = actor.agent is not None
         current = Policy.current()
@@ -165,13 +165,15 @@ def correct_memory(
             # agent or support may, must not bring it back to the assistant.
             withheld=old.withheld,
         )
-        held = f" {hold.reason}" if hold else ""
+        # The person need not say why (support and admins must, ``refuse_missing_reason``):
+        # without a reason the rows say only what happened, and pages say "no reason given".
+        why = " ".join(part for part in (reason.strip(), hold.reason if hold else "") if part)
         supersede_memory(
             old=old,
             new=new,
             actor=actor,
-            old_reason=f"Corrected: {reason}",
-            new_reason=f"{CORRECTION_OF}{reason}{held}",
+            old_reason=f"{CORRECTED}{reason.strip()}",
+            new_reason=f"{CORRECTION_OF}{why}",
             now=now,
         )
         add_source(
@@ -221,7 +223,7 @@ def _merge_correction(
         old=old,
         new=None,
         actor=actor,
-        old_reason=f"Corrected: {reason} {MERGED_INTO}{into.pk}), which stays the one memory "
+        old_reason=f"{CORRECTED}{reason} {MERGED_INTO}{into.pk}), which stays the one memory "
         "saying them.",
         now=now,
     )
@@ -292,10 +294,17 @@ def supersede_memory(
 
 
 def move_memory(
-    *, memory: Memory, actor: Actor, move: MemoryMove, status: str, reason: str
+    *,
+    memory: Memory,
+    actor: Actor,
+    move: MemoryMove,
+    status: str,
+    reason: str,
+    undoing: Collection[datetime] = (),
 ) -> Memory:
     """Make ``move``, which leaves the memory in ``status``, and keep the slot honest.
-    Support or an admin must say why (``reason``); the person need not."""
+    Support or an admin must say why (``reason``); the person need not. ``undoing``: the
+    moments of the deletions a restore undoes, whose conflicts it reopens."""
     now = timezone.now()
     with transaction.atomic():
         locked = lock_slot(memory)
@@ -310,7 +319,10 @@ def move_memory(
             update_fields=["status", "status_changed_at"],
             bump_version=True,
         )
-        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor)
+        # Before the refresh, which would open a new slot conflict in place of the old.
+        reopen_conflicts(memory=locked, actor=actor, closed_at=undoing)
+        # At the move's moment, which a conflict it closes keeps: an undo finds it by that.
+        refresh_conflict(subject=locked.subject, key=locked.key, actor=actor, now=now)
     return locked
 
 
@@ -559,6 +571,7 @@ def restore_memory(*, memory: Memory, actor: Actor, within_seconds: int) -> Memo
             move=MemoryMove.RESTORE,
             status=rows[1].status,
             reason="Deletion undone by the same person.",
+            undoing=[deleted_at] if deleted_at is not None else [],
         )
         # The deletion closed the memory's reminders; undoing it must not lose them.
         if deleted_at is not None:

@@ -40,6 +40,7 @@ from ledger.rules.retractions import (
     refuse_batch_size,
     refuse_empty_selection,
     refuse_undone_twice,
+    undo_words,
 )
 
 # How many memories a preview lists, and how many subjects it names; its totals are exact.
@@ -56,6 +57,8 @@ class Selection:
     agent: str = ""
     written_after: datetime | None = None
     written_before: datetime | None = None
+    # Memories ticked one by one (in support's search results).
+    memories: tuple[uuid.UUID, ...] = ()
 
     @classmethod
     def from_data(cls, data: Mapping[str, Any]) -> Selection:
@@ -66,9 +69,10 @@ class Selection:
             agent=data.get("agent") or "",
             written_after=data.get("written_after"),
             written_before=data.get("written_before"),
+            memories=tuple(data.get("memories") or ()),
         )
 
-    def memories(self) -> MemoryQuerySet:
+    def chosen(self) -> MemoryQuerySet:
         """The memories it takes now; refused in words when it is empty or backwards."""
         refuse_empty_selection(self.as_json())
         refuse_backwards_window(self.written_after, self.written_before)
@@ -78,6 +82,7 @@ class Selection:
             agent=self.agent,
             written_after=self.written_after,
             written_before=self.written_before,
+            memories=self.memories,
         )
 
     def as_json(self) -> dict[str, str]:
@@ -88,6 +93,7 @@ class Selection:
             "agent": self.agent,
             "written_after": self.written_after.isoformat() if self.written_after else "",
             "written_before": self.written_before.isoformat() if self.written_before else "",
+            "memories": ",".join(str(pk) for pk in self.memories),
         }
         return {name: value for name, value in values.items() if value}
 
@@ -127,7 +133,7 @@ class Preview:
 
 def preview_retraction(selection: Selection) -> Preview:
     """What a batch would take, in three queries whatever its size. Writes nothing."""
-    chosen = selection.memories()
+    chosen = selection.chosen()
     totals = chosen.aggregate(
         memories=Count("pk", distinct=True),
         subjects=Count("subject", distinct=True),
@@ -174,7 +180,7 @@ def retract_batch(
     reason = reason.strip()
     refuse_unheld_change(actor.agent, what="a batch deletion")
     refuse_without_reason(reason)
-    chosen = selection.memories()
+    chosen = selection.chosen()
     now = timezone.now()
     with transaction.atomic():
         # Subject, then memory, in one fixed order, as every memory write locks: two
@@ -251,7 +257,10 @@ def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoRepo
             writer_ids=[item.memory.agent_id for item in items],
             what="Undoing this batch deletion",
         )
-        why = f"Batch {locked.pk} undone: {reason}"
+        why = undo_words(locked.pk, reason)
+        # The batch's deletions closed conflicts at their moments; a conflict between two of
+        # its memories closed at the first's, so each restore looks for all of them.
+        undoing = {item.memory.status_changed_at for item in items if item.memory.status_changed_at}
         for item in items:
             memory = lock_slot(item.memory)
             if not left_as_batch_left_it(
@@ -265,6 +274,7 @@ def undo_batch(*, batch: RetractionBatch, actor: Actor, reason: str) -> UndoRepo
                 move=MemoryMove.RESTORE,
                 status=item.status_before,
                 reason=why,
+                undoing=undoing,
             )
             report.restored.append(restored)
         # A receiver that mirrors memories dropped these on memory.retracted: it is told

@@ -11,6 +11,7 @@ resolves the same way or dismisses as not a conflict.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -39,6 +40,9 @@ from ledger.reads import retrieval
 from ledger.rules import contradictions, webhooks
 from ledger.rules.memories import LIVE_MEMORY
 
+# Why a conflict a deletion closed by itself is open again, in its history.
+REOPENED = "Reopened: the deletion that closed it was undone."
+
 # A write is compared with at most this many live memories, and as many commitments, that
 # share a word with it, so its cost does not grow with the subject's memories.
 CANDIDATES_MAX = 50
@@ -58,10 +62,14 @@ def lock_slot(memory: Memory) -> Memory:
     return Memory.objects.select_for_update().select_related("subject").get(pk=memory.pk)
 
 
-def refresh_conflict(*, subject: Subject, key: str, actor: Actor) -> Conflict | None:
+def refresh_conflict(
+    *, subject: Subject, key: str, actor: Actor, now: datetime | None = None
+) -> Conflict | None:
     """Open, extend or close the conflict for one slot to match what is active in it; close
-    the subject's possible conflicts that lost a side."""
-    settle_possible_conflicts(subject=subject, actor=actor)
+    the subject's possible conflicts that lost a side. ``now``: the moment of the change
+    that calls it, which a conflict it closes keeps as its ``resolved_at``, so that undoing
+    a deletion finds the conflicts that deletion closed (``reopen_conflicts``)."""
+    settle_possible_conflicts(subject=subject, actor=actor, now=now)
     if not key:
         return None
     active = Memory.objects.in_slot(subject, key).filter(status=Memory.Status.ACTIVE)
@@ -71,6 +79,7 @@ def refresh_conflict(*, subject: Subject, key: str, actor: Actor) -> Conflict | 
         active=list(active.values_list("pk", "normalized")),
         conflict=Conflict.objects.open().filter(subject=subject, key=key).first(),
         actor=actor,
+        now=now,
     )
 
 
@@ -82,11 +91,12 @@ def settle_slot(
     conflict: Conflict | None,
     actor: Actor,
     listening: bool | None = None,
+    now: datetime | None = None,
 ) -> Conflict | None:
     """Open, extend or close ``conflict`` (the slot's open one, if any) to match ``active``,
     the id and normalized statement of every active memory in the slot. ``listening``: as
     ``emit`` takes it, for the conflict this opens."""
-    now = timezone.now()
+    now = now or timezone.now()
     if len({normalized for _pk, normalized in active}) > 1:
         opened = conflict is None
         if conflict is None:
@@ -288,10 +298,12 @@ def _matches(field: str, terms: list[str], subject: Subject) -> Q:
     return retrieval.any_word(terms, field, postgres=postgres)
 
 
-def settle_possible_conflicts(*, subject: Subject, actor: Actor) -> None:
+def settle_possible_conflicts(
+    *, subject: Subject, actor: Actor, now: datetime | None = None
+) -> None:
     """Close the subject's open possible conflicts that no longer have two sides: a memory
     that is no longer live, or a commitment no longer in force, leaves nothing to choose."""
-    now = timezone.now()
+    now = now or timezone.now()
     in_force = LedgerEntry.objects.in_force(now).filter(pk=OuterRef("commitment_id"))
     one_sided = (
         Conflict.objects.open()
@@ -306,3 +318,65 @@ def settle_possible_conflicts(*, subject: Subject, actor: Actor) -> None:
         close_conflict(
             conflict, actor=actor, reason="One of the two statements is no longer in use.", now=now
         )
+
+
+def reopen_conflicts(
+    *, memory: Memory, actor: Actor, closed_at: Collection[datetime]
+) -> list[Conflict]:
+    """Reopen the conflicts of ``memory``, just put back, that a deletion undone now closed
+    by itself: closed at one of ``closed_at`` (the moments of the deletions undone) with no
+    resolution a person chose. The same rows, so the work on them (assignee, ticket, notes)
+    comes back with them. One still needs two sides to reopen: every other memory of a
+    possible conflict live and its commitment in force; in a slot, another active statement
+    and no conflict opened there since. Call it before the slot is refreshed, which would
+    otherwise open a new conflict in place of the old."""
+    if not closed_at or memory.status not in LIVE_MEMORY:
+        return []
+    # Few conflicts are closed at one deletion's moment: their sides are checked here.
+    closed = list(
+        Conflict.objects.filter(
+            memories=memory,
+            status=Conflict.Status.RESOLVED,
+            resolution="",
+            resolved_at__in=list(closed_at),
+        )
+        .annotate(
+            in_force=Exists(
+                LedgerEntry.objects.in_force(timezone.now()).filter(pk=OuterRef("commitment_id"))
+            ),
+            slot_taken=Exists(
+                Conflict.objects.open().filter(
+                    subject=OuterRef("subject"), key=OuterRef("key"), possible=False
+                )
+            ),
+        )
+        .select_related("subject")
+        .prefetch_related("memories")
+    )
+    reopened = [conflict for conflict in closed if _two_sides(conflict, memory)]
+    for conflict in reopened:
+        conflict.status = Conflict.Status.OPEN
+        conflict.resolved_at = None
+        save_tracked(
+            conflict, actor=actor, reason=REOPENED, update_fields=["status", "resolved_at"]
+        )
+    _announce(reopened, [[m.pk for m in c.memories.all()] for c in reopened], None)
+    return reopened
+
+
+def _two_sides(conflict: Any, memory: Memory) -> bool:
+    """Whether ``conflict``, annotated by ``reopen_conflicts``, would have two sides again
+    with ``memory`` back."""
+    others = [other for other in conflict.memories.all() if other.pk != memory.pk]
+    if conflict.possible:
+        live = all(other.status in LIVE_MEMORY for other in others)
+        # The other side: a live memory, or a commitment still in force.
+        return live and (conflict.in_force if conflict.commitment_id else bool(others))
+    return (
+        memory.status == Memory.Status.ACTIVE
+        and not conflict.slot_taken
+        and any(
+            other.status == Memory.Status.ACTIVE and other.normalized != memory.normalized
+            for other in others
+        )
+    )

@@ -13,6 +13,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
 
+from ledger import access
 from ledger.actions.agents import KeyRefused, use_key
 from ledger.api.throttling import count_failed_key, refuse_failing_address
 from ledger.keys import key_in_header
@@ -88,11 +89,9 @@ class HasAgentScope(permissions.BasePermission):
 
 
 def scope_needed(request: Request, view: APIView) -> str:
-    """The scope a request needs: the view's own, else ``read`` to read, ``write`` to change."""
-    scope: str | None = getattr(view, "required_scope", None)
-    if scope is None:
-        scope = "read" if request.method in permissions.SAFE_METHODS else "write"
-    return scope
+    """The scope a request needs, as ``access.scope_needed`` decides (the permission page
+    shows its answer for every API operation)."""
+    return access.scope_needed(request.method or "GET", getattr(view, "required_scope", None))
 
 
 def agent_of(request: Request) -> Agent:

@@ -57,6 +57,7 @@ from ledger.models.webhooks import (
     WebhookEndpoint,
     WebhookEndpointQuerySet,
 )
+from ledger.models.work import QueueNote, QueueWork, QueueWorkQuerySet
 
 __all__ = [
     "AUDIT_INDEXES",
@@ -86,6 +87,9 @@ __all__ = [
     "POLICY_ALONG",
     "PersonChange",
     "Policy",
+    "QueueNote",
+    "QueueWork",
+    "QueueWorkQuerySet",
     "Recall",
     "RecallItem",
     "RecallItemQuerySet",

@@ -21,6 +21,7 @@ from ledger.models.ledger_entries import LedgerEntry
 from ledger.models.memories import Conflict, Memory, Source, Subject
 from ledger.models.retractions import RetractionBatch, RetractionItem
 from ledger.models.runs import JournalEntry, Run, RunNote
+from ledger.models.work import QueueWork, work_about
 
 ERASED_REASON = "Erased at the person's request."
 # What a history row's free-text reason becomes: a person's reason may quote the content.
@@ -124,4 +125,11 @@ ERASABLE: dict[type[models.Model], Erasable] = {
     # ("run_dana_refund"); the ref must stay unique, so it becomes the run's own id.
     Run: Erasable({"ref": ERASED_KEY}, _runs, depth=2),
     RetractionBatch: Erasable({"selection": {}, "reason": REASON_REMOVED}, _batches, depth=2),
+    # Support's ticket reference is free text: it may name the person. By the live work
+    # row: a journal entry's run may have learnt its subject after the work began.
+    QueueWork: Erasable(
+        {"ticket": ""},
+        lambda s: Q(id__in=QueueWork.objects.filter(work_about(s)).values("pk")),
+        depth=2,
+    ),
 }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import operator
 import uuid
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.conf import settings
@@ -243,10 +244,12 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
         agent: str = "",
         written_after: datetime | None = None,
         written_before: datetime | None = None,
+        memories: Sequence[uuid.UUID] = (),
     ) -> MemoryQuerySet:
         """What a batch retraction takes: memories a deletion may still reach, matching
         every criterion given. A source reference matches any of a memory's sources; a run,
-        the run that wrote it or any source's run; an agent, the agent that wrote it.
+        the run that wrote it or any source's run; an agent, the agent that wrote it;
+        ``memories``, those ticked one by one.
 
         Criteria on sources are subqueries, so a memory with many sources appears once.
         """
@@ -262,6 +265,8 @@ class MemoryQuerySet(models.QuerySet["Memory"]):
             queryset = queryset.filter(written_at__gt=written_after)
         if written_before is not None:
             queryset = queryset.filter(written_at__lt=written_before)
+        if memories:
+            queryset = queryset.filter(pk__in=memories)
         return queryset
 
     def corrections(self) -> MemoryQuerySet:

@@ -56,6 +56,7 @@ from ledger.reads.audit_words import (
     link_for,
     words_for,
 )
+from ledger.words import reason_words
 
 # What simple-history's ``history_type`` records, in the words the filter and the page use.
 ACTIONS = {"+": "created", "~": "changed", "-": "deleted"}
@@ -211,22 +212,30 @@ class Table:
             rows = rows.filter(**{f"{self.at_field}__lt": filters.end})
         return rows
 
-    def newest(self, filters: Filters, after: Cursor | None, limit: int) -> list[Any]:
-        """Up to ``limit`` rows passing ``filters``, newest first, older than ``after``."""
+    def following(
+        self, filters: Filters, after: Cursor | None, limit: int, *, oldest_first: bool = False
+    ) -> list[Any]:
+        """Up to ``limit`` rows passing ``filters`` that come after ``after``: newest first,
+        older than it (or ``oldest_first``, newer than it)."""
         rows = self.filtered(filters)
         if rows is None:
             return []
+        at, pk = self.at_field, self.id_field
         if after is not None:
-            at, pk = self.at_field, self.id_field
-            older = Q(**{f"{at}__lt": after.at})
-            if self.kind < after.kind:
-                older |= Q(**{at: after.at})
+            # Past the cursor in the list's order, (when, kind, id) compared in turn.
+            past = "gt" if oldest_first else "lt"
+            kind_past = self.kind > after.kind if oldest_first else self.kind < after.kind
+            beyond = Q(**{f"{at}__{past}": after.at})
+            if kind_past:
+                beyond |= Q(**{at: after.at})
             elif self.kind == after.kind:
-                older |= Q(**{at: after.at, f"{pk}__lt": after.id})
-            # The bound alone is what the table's (filter, time, id) index starts from: an
-            # "older" page then reads as little as the first one.
-            rows = rows.filter(Q(**{f"{at}__lte": after.at}) & older)
-        return list(rows.order_by(f"-{self.at_field}", f"-{self.id_field}")[:limit])
+                beyond |= Q(**{at: after.at, f"{pk}__{past}": after.id})
+            # The bound alone is what the table's (filter, time, id) index starts from: a
+            # following page then reads as little as the first one.
+            bound = "gte" if oldest_first else "lte"
+            rows = rows.filter(Q(**{f"{at}__{bound}": after.at}) & beyond)
+        order = (at, pk) if oldest_first else (f"-{at}", f"-{pk}")
+        return list(rows.order_by(*order)[:limit])
 
     def key(self, row: Any) -> tuple[datetime, str, int]:
         return (getattr(row, self.at_field), self.kind, getattr(row, self.id_field))
@@ -336,7 +345,7 @@ class HistoryTable(Table):
                     subject=subject,
                     subject_name=known.names.get((Subject, about), subject),
                     subject_link=link_for("subject", Subject(ref=subject)) if subject else "",
-                    reason=row.history_change_reason or "",
+                    reason=reason_words(row.history_change_reason or ""),
                     changes=self._changes(before, row, known.names),
                     listed=before is None,
                     link=link_for(self.kind, row),
@@ -614,12 +623,16 @@ def _known(wanted: Iterable[tuple[type[Model], Any]]) -> Known:
     return known
 
 
-def page(filters: Filters, *, after: Cursor | None = None, size: int) -> Page:
-    """The ``size`` newest entries passing ``filters`` that are older than ``after``."""
+def page(
+    filters: Filters, *, after: Cursor | None = None, size: int, oldest_first: bool = False
+) -> Page:
+    """The ``size`` newest entries passing ``filters`` that are older than ``after`` (or
+    ``oldest_first``, the oldest that are newer)."""
     found: list[tuple[tuple[datetime, str, int], Table, Any]] = []
     for table in tables():
-        found.extend((table.key(row), table, row) for row in table.newest(filters, after, size + 1))
-    found.sort(key=lambda item: item[0], reverse=True)
+        rows = table.following(filters, after, size + 1, oldest_first=oldest_first)
+        found.extend((table.key(row), table, row) for row in rows)
+    found.sort(key=lambda item: item[0], reverse=not oldest_first)
     shown = found[:size]
     rows_of: dict[Table, list[Any]] = {}
     for _, table, row in shown:
@@ -636,18 +649,24 @@ def page(filters: Filters, *, after: Cursor | None = None, size: int) -> Page:
         for table, rows in rows_of.items()
         for entry in table.entries(rows, earlier[table], known)
     ]
-    entries.sort(key=lambda entry: (entry.at, entry.kind, entry.id), reverse=True)
+    entries.sort(key=lambda entry: (entry.at, entry.kind, entry.id), reverse=not oldest_first)
     more = len(found) > size
     return Page(entries, entries[-1].cursor.encode() if more and entries else "")
 
 
-def every_entry(filters: Filters, *, chunk: int) -> Iterator[Entry]:
-    """Every entry passing ``filters``, newest first, read ``chunk`` at a time so that a
-    long log is never held whole."""
+def every_entry(filters: Filters, *, chunk: int, oldest_first: bool = False) -> Iterator[Entry]:
+    """Every entry passing ``filters``, newest first (or ``oldest_first``), read ``chunk``
+    at a time so that a long log is never held whole."""
     after: Cursor | None = None
     while True:
-        batch = page(filters, after=after, size=chunk)
+        batch = page(filters, after=after, size=chunk, oldest_first=oldest_first)
         yield from batch.entries
         if not batch.next_cursor:
             return
         after = batch.entries[-1].cursor
+
+
+def kinds_of_tables() -> dict[str, str]:
+    """The kind of entry each table's rows are, by the table's name: how a verification's
+    failures, named by table and row, find their entries."""
+    return {table.rows._meta.db_table: table.kind for table in tables()}

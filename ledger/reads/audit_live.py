@@ -28,6 +28,8 @@ from django.db import connection, models
 
 # Rows named per model: beyond it, counted.
 NAMED = 20
+# Versions the Audit page can mark per model.
+MARKED = 500
 
 
 @dataclass
@@ -37,11 +39,21 @@ class LiveCheck:
     model: type[models.Model]
     problems: list[str] = field(default_factory=list)
     bad: int = 0
+    # (history row id, problem) of the newest versions a live row contradicts, for the
+    # Audit page's marks; a live row with no history has no version to mark.
+    marks: list[tuple[int, str]] = field(default_factory=list)
 
-    def add(self, problem: str) -> None:
+    def add(self, problem: str, version: int | None = None, mark: str = "") -> None:
         self.bad += 1
         if len(self.problems) < NAMED:
             self.problems.append(problem)
+        if version is not None and len(self.marks) < MARKED:
+            self.marks.append((version, mark))
+
+    @property
+    def table(self) -> str:
+        """The history table its marks are rows of."""
+        return str(self.model.history.model._meta.db_table)  # type: ignore[attr-defined]
 
 
 def check_live_rows() -> list[LiveCheck]:
@@ -69,7 +81,9 @@ def _check(model: type[models.Model]) -> LiveCheck:
             elif kind == "-":
                 check.add(
                     f"{name} {pk}: its newest history version (row {history_id}) records its "
-                    "deletion, yet the row is there"
+                    "deletion, yet the row is there",
+                    history_id,
+                    f"it records the {name}'s deletion, yet the live row is there",
                 )
             else:
                 differ = ", ".join(
@@ -77,14 +91,20 @@ def _check(model: type[models.Model]) -> LiveCheck:
                 )
                 check.add(
                     f"{name} {pk}: {differ} differ from its newest history version (row "
-                    f"{history_id}): changed behind the application's back"
+                    f"{history_id}): changed behind the application's back",
+                    history_id,
+                    f"the live {name}'s {differ} differ from this version: changed behind "
+                    "the application's back",
                 )
         cursor.execute(_vanished(model, history))
         for raw, history_id in cursor.fetchall():
             pk = model._meta.pk.to_python(raw)
             check.add(
                 f"{name} {pk}: the row is gone, but its newest history version (row "
-                f"{history_id}) records no deletion: deleted behind the application's back"
+                f"{history_id}) records no deletion: deleted behind the application's back",
+                history_id,
+                f"the live {name} is gone, but this version records no deletion: deleted "
+                "behind the application's back",
             )
     for pk, unlike in _without_history(model, compared, unrecorded):
         if unlike is None:

@@ -17,12 +17,14 @@ from typing import Any
 from django.db.models import Count
 
 from ledger.models.audit import MAC_FIELD, mac_fields, mac_problem
-from ledger.reads.audit_chain import Chain, chains
+from ledger.reads.audit_chain import Chain, Tick, chains
 
 # Rows read per query.
 CHUNK = 5000
 # Rows named per table: beyond it, counted.
 NAMED = 20
+# Rows the Audit page can mark per table (``marks``): enough for any one tampering.
+MARKED = 500
 
 
 @dataclass
@@ -33,11 +35,15 @@ class MacCheck:
     checked: int = 0
     problems: list[str] = field(default_factory=list)
     bad: int = 0
+    # (row id, problem) of the rows found, for the Audit page's marks.
+    marks: list[tuple[int, str]] = field(default_factory=list)
 
     def add(self, row: dict[str, Any], problem: str) -> None:
         self.bad += 1
         if len(self.problems) < NAMED:
             self.problems.append(f"{where(self.chain, row)}: {problem}")
+        if len(self.marks) < MARKED:
+            self.marks.append((row[self.chain.row_id], problem))
 
 
 def where(chain: Chain, row: dict[str, Any]) -> str:
@@ -49,16 +55,17 @@ def where(chain: Chain, row: dict[str, Any]) -> str:
     )
 
 
-def check_macs() -> list[MacCheck]:
-    """Every history table's rows, each MAC checked; the tables without MACs left out."""
-    return [_check(chain) for chain in chains() if MAC_FIELD in _columns(chain)]
+def check_macs(tick: Tick | None = None) -> list[MacCheck]:
+    """Every history table's rows, each MAC checked; the tables without MACs left out.
+    ``tick`` is told how many rows each chunk checked."""
+    return [_check(chain, tick) for chain in chains() if MAC_FIELD in _columns(chain)]
 
 
 def _columns(chain: Chain) -> set[str]:
     return {f.attname for f in chain.model._meta.concrete_fields}
 
 
-def _check(chain: Chain) -> MacCheck:
+def _check(chain: Chain, tick: Tick | None) -> MacCheck:
     check = MacCheck(chain)
     columns = {chain.row_id, chain.date, chain.object_id, MAC_FIELD, *mac_fields(chain.model)}
     after = 0
@@ -73,6 +80,8 @@ def _check(chain: Chain) -> MacCheck:
             if problem := mac_problem(chain.model, row):
                 check.add(row, problem)
         check.checked += len(rows)
+        if tick:
+            tick(len(rows))
         if len(rows) < CHUNK:
             break
         after = rows[-1][chain.row_id]

@@ -26,7 +26,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 
 from ledger.models import ConversationRow, Memory, MemoryQuerySet, RecallItem
 from ledger.models.erasable import REASON_REMOVED
-from ledger.words import CORRECTION_OF, REVERT_OF
+from ledger.words import CORRECTION_OF, NO_REASON, REVERT_OF, given
 
 # The most recalls (or runs) a correction's page lists one by one; counts are always exact.
 READS_SHOWN = 50
@@ -50,8 +50,16 @@ def why(reason: str | None) -> str:
     text = reason or ""
     for prefix in (CORRECTION_OF, REVERT_OF):
         if text.startswith(prefix):
-            return text.removeprefix(prefix).strip()
-    return "" if text == REASON_REMOVED else text.strip()
+            return given(text.removeprefix(prefix))
+    return "" if text == REASON_REMOVED else given(text)
+
+
+def why_words(reason: str | None) -> str:
+    """The why as the list says it, in the words history, the audit and the export use:
+    the corrector's own, "no reason given" when they gave none, or the erasure's note."""
+    if reason == REASON_REMOVED:
+        return REASON_REMOVED
+    return why(reason) or NO_REASON
 
 
 def reads_after_each(corrections: Iterable[Memory]) -> dict[uuid.UUID, int]:

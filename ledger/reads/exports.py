@@ -47,7 +47,7 @@ from ledger.reads.export_schema import (
     WHO_SYSTEM,
     WHO_UNKNOWN,
 )
-from ledger.words import CORRECTION_REF
+from ledger.words import CORRECTION_REF, reason_words
 
 __all__ = ["FORMAT", "export_subject"]
 
@@ -107,7 +107,7 @@ def _change(row: Any, names: _Names) -> dict[str, Any]:
         "changed_at": _time(row.history_date),
         "change": _CHANGES[row.history_type],
         **names.by(row.history_actor),
-        "reason": row.history_change_reason,
+        "reason": reason_words(row.history_change_reason or "") or row.history_change_reason,
     }
 
 

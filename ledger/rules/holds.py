@@ -185,6 +185,26 @@ def hold_for_repeat(*, writer: AgentFacts | None, statement: str) -> Hold | None
     )
 
 
+def held_by_quarantine(*, status: str, writer: AgentFacts | None, for_person: bool) -> str:
+    """Why a memory waiting for a person can only be made active by one: the agent that wrote
+    it is quarantined, so no agent's repeat confirms it (``hold_for_repeat``). Staff read
+    which agent and the admin's reason, to judge the write by; the person (``for_person``)
+    what it means for their answer: the program that wrote it is under an admin's review,
+    so it is used only if they confirm it (the admin's note about the agent stays in the
+    memory's history). Empty when its writer is not quarantined, or it is not waiting."""
+    if status != MemoryStatus.PENDING or writer is None or not writer.quarantined:
+        return ""
+    if for_person:
+        return (
+            "Held for your confirmation: an admin is reviewing the program that wrote it, "
+            "so nothing that program writes is used until you confirm it."
+        )
+    return (
+        f"Held because an admin quarantined {writer.name}: "
+        f"{sentence(writer.quarantined_because)} Only a person's confirmation makes it active."
+    )
+
+
 def refuse_untrusted_statement(agent: AgentFacts | None, *, source_kind: str, what: str) -> None:
     """Not trusted for stated memories: ``what`` (an established fact, an agreement) resting
     on the person's message would be the agent's claim passed off as the person's word."""

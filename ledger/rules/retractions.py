@@ -14,7 +14,14 @@ from ledger.rules.refusals import Refusal
 # One batch is one transaction holding a lock on every memory it takes: a selection wider
 # than this is almost certainly a mistake, and would hold those locks for too long.
 RETRACTION_BATCH_MAX = 1000
-RETRACTION_CRITERIA = ("source_ref", "run", "agent", "written_after", "written_before")
+RETRACTION_CRITERIA = (
+    "source_ref",
+    "run",
+    "agent",
+    "written_after",
+    "written_before",
+    "memories",
+)
 
 
 def refuse_empty_selection(criteria: Mapping[str, object]) -> None:
@@ -61,6 +68,17 @@ def refuse_batch_size(found: int, *, expected: int | None = None) -> None:
             "check the preview again. Nothing was changed.",
             409,
         )
+
+
+def undo_words(batch_id: object, reason: str) -> str:
+    """What the undo of a batch records as each change's reason: the batch, then the person's
+    own words, which ``undo_reason`` gives back."""
+    return f"Batch {batch_id} undone: {reason}"
+
+
+def undo_reason(batch_id: object, words: str) -> str:
+    """The person's own reason for undoing a batch, from what ``undo_words`` recorded."""
+    return words.removeprefix(undo_words(batch_id, ""))
 
 
 def refuse_undone_twice(undone_at: datetime | None) -> None:

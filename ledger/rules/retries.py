@@ -133,6 +133,16 @@ REFUSAL_ON_RETRY: dict[str, OnRetry] = {
     # Staff sign-in through the identity provider: groups and usernames change there and here.
     "no_staff_role": _AGAIN,
     "username_taken": _AGAIN,
+    # Support's queues (pages only): items enter and leave queues, people change roles.
+    "not_in_queue": _AGAIN,
+    "already_resolved": _AGAIN,  # a restored memory or reopened conflict is queued again
+    "assignee_not_staff": _AGAIN,
+    "confirm_alone": _AGAIN,  # a quarantine is lifted; held words are read one by one
+    "nothing_selected": _REPLAYED,
+    "ticket_invalid": _REPLAYED,
+    "note_required": _REPLAYED,
+    "note_too_long": _REPLAYED,
+    "note_invalid_character": _REPLAYED,
 }
 
 

@@ -1,11 +1,13 @@
 """Admins' pages for agents and their API keys: the list, a new agent, one agent's keys,
 rotation, revocation, the three restrictions on its writes, and its history.
 
-A new key is shown once, in the answer to the form that made it, sent with
-``Cache-Control: no-store``: it is never stored, never in an address, and no later page
-can show it again. Revoking and restricting answer with a redirect to the agent's page, so
-a reload shows the page rather than sending the form again; their addresses, asked for
-with GET (a bookmark, a reload after the redirect), lead to the agent's page too. Every
+A new key is shown once. The form that made it answers with a redirect (303) to the
+agent's page, so a reload never sends the form again; the key waits for that page in the
+session (never in an address or a log line), which shows it with ``Cache-Control:
+no-store`` and forgets it: a reload says it was shown once, and no later page can show it
+again. Only a fingerprint of it is kept with the agent. Revoking and restricting answer
+with a redirect to the agent's page too; their addresses, asked for with GET (a bookmark,
+a reload after the redirect), lead to the agent's page as well. Every
 form is a plain POST; a refusal re-renders the page with the error beside its field and
 what was typed, and changes nothing.
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 from django import forms
 from django.db.models import Max, Prefetch, Q
-from django.http import HttpResponse, QueryDict
+from django.http import HttpResponse, HttpResponseRedirect, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils import timezone
@@ -48,9 +50,16 @@ from ledger.views.forms.agents import (
     RotateForm,
 )
 from ledger.views.http import SignedInRequest, admin_only
+from ledger.views.paging import BadCursor, next_query
 from ledger.views.presenting import Change, Step
+from ledger.views.sorting import BadSort, Sortable
 
 LIST_TEMPLATE = "ledger/agents.html"
+# The agents list's columns that sort it, and a page of it.
+AGENT_SORTS = Sortable(
+    columns={"name": "name", "created": "created_at", "last-used": "last_used"}, default="name"
+)
+AGENTS_SHOWN = 100
 AGENT_TEMPLATE = "ledger/agent.html"
 # The newest history rows an agent's page shows, of the agent and of its keys each.
 HISTORY_SHOWN = 100
@@ -98,32 +107,35 @@ def statuses(agent: Agent) -> list[tuple[str, str]]:
 @admin_only
 @require_GET
 def agent_list(request: SignedInRequest) -> HttpResponse:
-    """Every agent with its working keys' prefixes, scopes, dates and status, by name."""
+    """Every agent with its working keys' prefixes, scopes, dates and status, by name or as
+    sorted (``?sort=-last-used``), a keyset page at a time."""
     now = timezone.now()
-    agents = (
-        Agent.objects.annotate(last_used=Max("keys__last_used_at"))
-        .prefetch_related(
-            Prefetch(
-                "keys",
-                queryset=AgentKey.objects.filter(
-                    Q(expires_at__isnull=True) | Q(expires_at__gt=now)
-                ).order_by("-created_at", "-id"),
-                to_attr="unexpired_keys",
-            )
+    agents = Agent.objects.annotate(last_used=Max("keys__last_used_at")).prefetch_related(
+        Prefetch(
+            "keys",
+            queryset=AgentKey.objects.filter(
+                Q(expires_at__isnull=True) | Q(expires_at__gt=now)
+            ).order_by("-created_at", "-id"),
+            to_attr="unexpired_keys",
         )
-        .order_by("name")
     )
+    try:
+        sort = AGENT_SORTS.chosen(request.GET)
+        page = sort.page(agents, cursor=request.GET.get("after", ""), size=AGENTS_SHOWN)
+    except (BadSort, BadCursor) as error:
+        return render(request, LIST_TEMPLATE, {"rows": [], "error": str(error)}, status=400)
     rows = [
         (agent, getattr(agent, "unexpired_keys", []) if agent.is_active else [], statuses(agent))
-        for agent in agents
+        for agent in page.rows
     ]
-    return render(request, LIST_TEMPLATE, {"rows": rows})
+    context = {"rows": rows, "sort": sort, "next": next_query(request.GET, page.next_cursor)}
+    return render(request, LIST_TEMPLATE, context)
 
 
 @admin_only
 @require_http_methods(["GET", "POST"])
 def agent_new(request: SignedInRequest) -> HttpResponse:
-    """GET: the form. POST: make the agent and show its first key, once."""
+    """GET: the form. POST: make the agent, then its page shows its first key, once."""
     if request.method == "GET":
         return _new_form(request, AgentForm(), {}, status=200)
     form = AgentForm(request.POST)
@@ -280,8 +292,21 @@ def _agent_context(request: SignedInRequest, agent: Agent, **extra: Any) -> dict
 @admin_only
 @require_GET
 def agent_page(request: SignedInRequest, name: str) -> HttpResponse:
+    """The agent, its keys, forms and history; once, right after it was made, a new key."""
     agent = get_object_or_404(Agent, name=name)
-    return render(request, AGENT_TEMPLATE, _agent_context(request, agent))
+    shown = _new_key_from_session(request, agent)
+    # The page after the one that showed the key (a reload) says where the key went.
+    was_shown = request.session.pop(KEY_WAS_SHOWN, None) == agent.pk and shown is None
+    if shown is not None:
+        request.session[KEY_WAS_SHOWN] = agent.pk
+    response = render(
+        request,
+        AGENT_TEMPLATE,
+        _agent_context(request, agent, new_key=shown, key_was_shown=was_shown),
+    )
+    if shown is not None:
+        add_never_cache_headers(response)
+    return response
 
 
 def _to_page(
@@ -405,13 +430,40 @@ def _refused(
     return render(request, AGENT_TEMPLATE, context, status=status)
 
 
+# Where a new key waits in the session for the agent's page to show it, and where that page
+# notes it showed one, for the reload after it.
+NEW_KEY = "ledger_new_agent_key"
+KEY_WAS_SHOWN = "ledger_agent_key_was_shown"
+
+
 def _with_key(request: SignedInRequest, agent: Agent, shown: NewKeyShown) -> HttpResponse:
-    """The agent's page with its new key: the only response that ever holds it."""
-    response = render(
-        request, AGENT_TEMPLATE, _agent_context(request, agent, new_key=shown), status=201
-    )
-    add_never_cache_headers(response)
+    """Off to the agent's page (303, so a reload there is a GET), the key kept in the
+    session for that page alone: the address the browser is sent to names only the agent."""
+    request.session[NEW_KEY] = {
+        "agent": agent.pk,
+        "key": shown.key,
+        "first": shown.first,
+        "old_keys_end": shown.old_keys_end.isoformat() if shown.old_keys_end else None,
+        "replaced": shown.replaced,
+    }
+    response = HttpResponseRedirect(reverse("agent", args=[agent.name]))
+    response.status_code = 303
     return response
+
+
+def _new_key_from_session(request: SignedInRequest, agent: Agent) -> NewKeyShown | None:
+    """The key the form just made for this agent, taken out of the session: shown once. A key
+    left there for another agent (its page never loaded) is dropped, not kept."""
+    kept: dict[str, Any] | None = request.session.pop(NEW_KEY, None)
+    if kept is None or kept.get("agent") != agent.pk:
+        return None
+    end = kept["old_keys_end"]
+    return NewKeyShown(
+        key=kept["key"],
+        first=kept["first"],
+        old_keys_end=datetime.fromisoformat(end) if end else None,
+        replaced=kept["replaced"],
+    )
 
 
 # The agent's history.

@@ -37,7 +37,17 @@ def parse_moment(text: str) -> datetime:
         )
     if not askable(moment):
         raise BadMoment(f"Choose a moment between {FIRST_YEAR} and {LAST_YEAR}.")
-    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+    moment = timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+    now = timezone.now()
+    if moment <= now:
+        return moment
+    # Today's date means the end of today: so far, now. Any later moment has no history
+    # yet, and showing what is in force now under its date would pass a guess off as one.
+    if day is not None and day == timezone.localdate(now):
+        return now
+    raise BadMoment(
+        f"“{text}” has not come yet: choose a moment up to now (leave it empty for now)."
+    )
 
 
 @support_only
@@ -63,7 +73,6 @@ def subject_as_of(request: SignedInRequest, ref: str) -> HttpResponse:
         k = request.GET.get("k", "")
         size = int(k) if k.isascii() and k.isdigit() and len(k) <= 3 else None
         context["state"] = as_of(subject, at, goal, size)
-        context["in_future"] = at > timezone.now()
         context["recalls"] = recalls_around(subject, at)
         context["picker"] = timezone.localtime(at).strftime("%Y-%m-%dT%H:%M")
     return answer(

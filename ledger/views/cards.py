@@ -19,6 +19,7 @@ from ledger import access
 from ledger.actors import Actor
 from ledger.choices import CORRECTIONS, StatedBy
 from ledger.models import Conflict, LedgerEntry, Memory, Policy, RecallItem, Subject
+from ledger.rules.conflicts import ConflictMove, allows_conflict_move
 from ledger.rules.holds import waiting_for_review
 from ledger.rules.memories import (
     MemoryMove,
@@ -27,7 +28,7 @@ from ledger.rules.memories import (
     is_actionable,
     renew_periods,
 )
-from ledger.views.presenting import day, expiring_soon_days, origin, said_label
+from ledger.views.presenting import ask_support, day, expiring_soon_days, origin, said_label
 
 # A stand-in id: each address a card links to is reversed once a page with it, and each
 # card's is that address with its own id (reversing ten addresses for each of fifty cards
@@ -129,6 +130,11 @@ class Conversation:
     agent: str
     reads: int
     last_read: datetime
+    # What the agent said it was doing in its latest read of the memory (agent text).
+    goal: str
+    # A mailto: link that asks support about this memory in this conversation; "" when
+    # no support address is set.
+    ask_support: str
 
 
 # A memory's conversations listed on request; the latest are the ones a person asks about.
@@ -137,14 +143,30 @@ CONVERSATIONS_SHOWN = 50
 
 def conversations_of(memory: Memory) -> tuple[list[Conversation], int]:
     """The latest conversations that were given ``memory``, and how many there are in all.
-    Two queries, however often it was read."""
+    Three queries, however often it was read and however many conversations are listed."""
     items = RecallItem.objects.of_memories([memory])
-    rows = items.conversations()[:CONVERSATIONS_SHOWN]
+    rows = list(items.conversations()[:CONVERSATIONS_SHOWN])
     usage = items.usage_per_memory().first()
     total = usage["conversations"] if usage else 0
+    # Each conversation's goal is its latest read's: the reads made at a listed last read,
+    # keyed as ``conversations`` keys them (a run by its ref, a read outside one by -id).
+    goals: dict[str | int, str] = {}
+    if rows:
+        latest = (
+            items.joined_in_month()
+            .filter(recalled_at__in={row["last_read"] for row in rows})
+            .order_by("recalled_at", "recall_id")
+            .values_list("recall__run__ref", "recall_id", "recall__goal")
+        )
+        goals = {run or -recall: goal for run, recall, goal in latest}
     return [
         Conversation(
-            run=row["run"], agent=row["agent"], reads=row["reads"], last_read=row["last_read"]
+            run=row["run"],
+            agent=row["agent"],
+            reads=row["reads"],
+            last_read=row["last_read"],
+            goal=goals.get(row["run"] or row["conversation"], ""),
+            ask_support=ask_support(memory, row["run"]),
         )
         for row in rows
     ], total
@@ -273,7 +295,7 @@ def card_for(memory: Memory, context: CardContext) -> Card:
     return Card(
         memory=memory,
         links=context.links.of(memory),
-        said=said_label(memory, own=context.own, created_by_viewer=created_by_viewer),
+        said=said_label(memory, own=context.own, created_by_viewer=created_by_viewer, source=first),
         written=f"Written {origin(first, own=context.own)}.",
         excerpt=next((s.excerpt for s in sources if s.excerpt), ""),
         expiry=expiry,
@@ -305,3 +327,46 @@ def renew_options(memory: Memory, context: CardContext) -> list[RenewOption]:
         )
         for period in renew_periods(context.write_policy, basis=memory.basis)
     ]
+
+
+@dataclass
+class ConflictView:
+    conflict: Conflict
+    cards: list[Card]
+    error: str = ""
+
+    @property
+    def commitment(self) -> LedgerEntry | None:
+        """A possible conflict's ledger commitment, while it is in force."""
+        return getattr(self.conflict, "commitment_in_force", None)
+
+    @property
+    def sides(self) -> int:
+        return len(self.cards) + (self.commitment is not None)
+
+    @property
+    def may_keep_memory(self) -> bool:
+        return self._allows(ConflictMove.KEEP_MEMORY)
+
+    @property
+    def may_keep_commitment(self) -> bool:
+        return self._allows(ConflictMove.KEEP_COMMITMENT)
+
+    @property
+    def may_dismiss(self) -> bool:
+        return self._allows(ConflictMove.DISMISS)
+
+    def _allows(self, move: ConflictMove) -> bool:
+        return allows_conflict_move(
+            move, possible=self.conflict.possible, has_commitment=self.commitment is not None
+        )
+
+
+@dataclass
+class Group:
+    kind: str
+    title: str
+    # How many the heading holds on every page, and whether it began on an earlier one.
+    total: int = 0
+    continued: bool = False
+    cards: list[Card] = field(default_factory=list)

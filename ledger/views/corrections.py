@@ -36,6 +36,7 @@ from ledger.reads.corrections import (
     reads_after,
     reads_after_each,
     why,
+    why_words,
 )
 from ledger.reads.erasure_requests import approved_requests
 from ledger.reads.names import Names
@@ -85,6 +86,8 @@ class Entry:
     why: str
     reads_after: int
     status: str
+    # Whether its page offers the revert: the link says so ("Compare and revert").
+    revertable: bool
 
 
 @admin_only
@@ -127,9 +130,15 @@ def corrections(request: SignedInRequest) -> HttpResponse:
                 original=m.supersedes,  # type: ignore[arg-type]  # a correction replaced one
                 revert=m.restores_id is not None,
                 who=who_words(names, m.author, m.author_role),  # type: ignore[attr-defined]
-                why=why(m.author_reason),  # type: ignore[attr-defined]
+                why=why_words(m.author_reason),  # type: ignore[attr-defined]
                 reads_after=reads.get(m.pk, 0),
                 status=status_words(m, by_revert=m.reverted),  # type: ignore[attr-defined]
+                revertable=revert_refusal(
+                    is_correction=True,
+                    status=m.status,
+                    restored_status=m.supersedes.status,  # type: ignore[union-attr]
+                )
+                is None,
             )
             for m in page.rows
         ],
@@ -222,7 +231,12 @@ def _detail_context(request: SignedInRequest, memory: Memory, **extra: Any) -> d
         wrote_words = authors.get(m.restores_id or m.pk, authors.get(m.pk, ""))
         return Side(
             memory=m,
-            said=said_label(m, own=False, created_by_viewer=False),
+            said=said_label(
+                m,
+                own=False,
+                created_by_viewer=False,
+                source=next(iter(evidence.get(m.pk, [])), None),
+            ),
             wrote=authors.get(m.pk, "someone unrecorded"),
             status=status(m),
             sources=[

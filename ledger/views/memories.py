@@ -8,16 +8,19 @@ viewer's scope, so a memory they may not see is a 404 for every action.
 
 from __future__ import annotations
 
+import functools
 import math
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import Prefetch
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
@@ -35,15 +38,22 @@ from ledger.actions.lifecycle import (
     withhold_memory,
 )
 from ledger.actors import Actor
-from ledger.models import Conflict, LedgerEntry, Memory, MemoryQuerySet, Policy, Source, Subject
+from ledger.models import Conflict, Memory, MemoryQuerySet, Policy, Source, Subject
 from ledger.reads.erasure_requests import standing as erasure_standing
 from ledger.reads.names import Names
-from ledger.rules.conflicts import ConflictMove, allows_conflict_move
 from ledger.rules.holds import held_for_review
 from ledger.rules.memories import renew_period, undo_refusal, undo_seconds_left
 from ledger.rules.refusals import Refusal
 from ledger.views.answers import answer, refused
-from ledger.views.cards import Card, CardContext, card_for, conversations_of, open_conflicts
+from ledger.views.cards import (
+    Card,
+    CardContext,
+    ConflictView,
+    Group,
+    card_for,
+    conversations_of,
+    open_conflicts,
+)
 from ledger.views.forms.memories import CorrectionForm, given_reason
 from ledger.views.forms.search import BASIS_FILTERS, STATUS_FILTERS, Filters
 from ledger.views.http import SignedInRequest
@@ -51,6 +61,7 @@ from ledger.views.paging import BadPage, numbered, page_number
 from ledger.views.presenting import KIND_TITLES, day, undo_seconds
 
 TEMPLATE = "ledger/subject.html"
+type MemoryView = Callable[[SignedInRequest, uuid.UUID], HttpResponse]
 # The value of "keep" that keeps a possible conflict's ledger commitment.
 KEEP_COMMITMENT = "commitment"
 # Memories on one page of the subject page: a person reads a card at a time, not a scroll
@@ -71,49 +82,6 @@ HELD_NOTE = (
     "Saved, and held for review: the assistant is not given these words until someone "
     "else confirms them. The earlier version stays in the memory's history."
 )
-
-
-@dataclass
-class ConflictView:
-    conflict: Conflict
-    cards: list[Card]
-    error: str = ""
-
-    @property
-    def commitment(self) -> LedgerEntry | None:
-        """A possible conflict's ledger commitment, while it is in force."""
-        return getattr(self.conflict, "commitment_in_force", None)
-
-    @property
-    def sides(self) -> int:
-        return len(self.cards) + (self.commitment is not None)
-
-    @property
-    def may_keep_memory(self) -> bool:
-        return self._allows(ConflictMove.KEEP_MEMORY)
-
-    @property
-    def may_keep_commitment(self) -> bool:
-        return self._allows(ConflictMove.KEEP_COMMITMENT)
-
-    @property
-    def may_dismiss(self) -> bool:
-        return self._allows(ConflictMove.DISMISS)
-
-    def _allows(self, move: ConflictMove) -> bool:
-        return allows_conflict_move(
-            move, possible=self.conflict.possible, has_commitment=self.commitment is not None
-        )
-
-
-@dataclass
-class Group:
-    kind: str
-    title: str
-    # How many the heading holds on every page, and whether it began on an earlier one.
-    total: int = 0
-    continued: bool = False
-    cards: list[Card] = field(default_factory=list)
 
 
 def is_own(request: SignedInRequest, subject: Subject) -> bool:
@@ -183,9 +151,9 @@ def page_context(
     pages = numbered(number=number, total=sum(counts.values()), size=PAGE_SIZE)
     sources = Prefetch("sources", Source.objects.select_related("run"))
     rows = list(
-        memories.in_subject_page_order().prefetch_related(sources)[
-            pages.offset : pages.offset + PAGE_SIZE
-        ]
+        memories.in_subject_page_order()
+        .select_related("agent")
+        .prefetch_related(sources)[pages.offset : pages.offset + PAGE_SIZE]
     )
     contenders = [
         [m for m in c.memories.all() if m.status == Memory.Status.ACTIVE] for c in conflicts
@@ -290,6 +258,57 @@ def card_context(request: SignedInRequest, memory: Memory, **extra: Any) -> dict
     }
 
 
+def in_conflicts(subject: Subject) -> set[uuid.UUID]:
+    """The memories the subject's open conflicts hold, before an action changes them."""
+    held = Conflict.objects.open().filter(subject=subject).values_list("memories", flat=True)
+    return {pk for pk in held if pk is not None}
+
+
+def refreshes_page(view: MemoryView) -> MemoryView:
+    """An action on one memory's card that, answered with the card's fragment, also brings
+    the rest of the subject page it was made on up to date (``refreshed``)."""
+
+    @functools.wraps(view)
+    def wrapped(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
+        if request.method != "POST" or not request.htmx:
+            return view(request, pk)
+        memory = visible_memory(request, pk)
+        before = in_conflicts(memory.subject)
+        response = view(request, pk)
+        return refreshed(request, response, memory, before)
+
+    return wrapped
+
+
+def refreshed(
+    request: SignedInRequest, response: HttpResponse, memory: Memory, before: set[uuid.UUID]
+) -> HttpResponse:
+    """``response`` (a fragment for ``memory``'s card) with what the action changed elsewhere
+    on the subject page it was made on, swapped out of band: the conflicts, the cards that
+    joined or left one (``before``: who was in one), the headings' counts."""
+    shown = urlsplit(request.htmx.current_url or "")
+    subject = memory.subject
+    if (
+        response.status_code != 200
+        or response.has_header("HX-Redirect")
+        or shown.path != subject_url(subject)
+    ):
+        return response
+    asked = QueryDict(shown.query)
+    try:
+        number = page_number(asked.get("page", ""))
+    except BadPage:
+        number = None
+    context = page_context(request, subject, Filters.from_data(asked), number=number)
+    now = {card.memory.pk for view in context["conflicts"] for card in view.cards}
+    changed = (before ^ now) - {memory.pk}
+    context["restated"] = [
+        card for group in context["groups"] for card in group.cards if card.memory.pk in changed
+    ]
+    response.content += render_to_string(part("refreshed"), context, request).encode()
+    return response
+
+
 def visible_memory(request: SignedInRequest, pk: uuid.UUID) -> Memory:
     """The memory, if the viewer may see its subject; a 404 otherwise, as if it did not exist."""
     return get_object_or_404(
@@ -358,6 +377,7 @@ def memory_card(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 
 
 @login_required
+@refreshes_page
 def memory_edit(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the inline form. POST: save a correction, which supersedes the old memory."""
     memory = visible_memory(request, pk)
@@ -431,6 +451,7 @@ def _refused_edit(
 
 
 @login_required
+@refreshes_page
 def memory_delete(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the confirm step. POST: retract; agents stop recalling it at once."""
     memory = visible_memory(request, pk)
@@ -475,6 +496,7 @@ def _refused(
 
 
 @login_required
+@refreshes_page
 def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """GET: the undo offer as it stands now (the page re-fetches it when its time is up).
     POST: undo the deletion."""
@@ -509,6 +531,7 @@ def memory_undo(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
 
 @login_required
 @require_POST
+@refreshes_page
 def memory_answer(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     """A person answers the question about a guess: yes confirms it, no deletes it."""
     memory = visible_memory(request, pk)

@@ -1,6 +1,6 @@
 """Pages of long lists.
 
-Keyset pages for support's lists across every subject: ordered by (time, id), continued
+Keyset pages for support's lists across every subject: ordered by (a column, id), continued
 from an opaque cursor naming the last row shown. No OFFSET and no count of the whole table:
 a page costs the same on the millionth row as on the first.
 
@@ -17,12 +17,12 @@ import json
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import connections
-from django.db.models import Model, Q, QuerySet
+from django.db.models import F, Field, Model, Q, QuerySet
 from django.http import QueryDict
 
 
@@ -40,22 +40,42 @@ class Page[M: Model]:
     next_cursor: str
 
 
-def encode(at: datetime, pk: Any) -> str:
-    raw = json.dumps([at.isoformat(), str(pk)]).encode()
+def encode(field: str, value: Any, pk: Any) -> str:
+    """The cursor after a row whose ``field`` holds ``value``: the field is named, so a cursor
+    from another order of the same list is told apart."""
+    shown = value.isoformat() if isinstance(value, datetime | date) else value
+    raw = json.dumps([field, None if value is None else str(shown), str(pk)]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode(cursor: str, queryset: QuerySet[Any]) -> tuple[datetime, Any]:
+def decode(cursor: str, queryset: QuerySet[Any], field: str) -> tuple[Any, Any]:
+    """The (value, pk) a cursor names, each read as the column it is compared with."""
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
-        at_text, pk_text = json.loads(raw)
-        at = datetime.fromisoformat(at_text)
+        named, text, pk_text = json.loads(raw)
+        if named != field or not (text is None or isinstance(text, str)):
+            raise ValueError(named)
+        value = None if text is None else _column(queryset, field).to_python(text)
         pk = queryset.model._meta.pk.to_python(pk_text)
     except (binascii.Error, ValueError, TypeError, ValidationError) as error:
         raise BadCursor("This “next page” link is not one this page gave out.") from error
-    if at.tzinfo is None:
+    if isinstance(value, datetime) and value.tzinfo is None:
         raise BadCursor("This “next page” link is not one this page gave out.")
-    return at, pk
+    return value, pk
+
+
+def _column(queryset: QuerySet[Any], field: str) -> Field[Any, Any]:
+    """The model field (or annotation's output) ``field`` names in ``queryset``."""
+    output: Field[Any, Any] = queryset.query.chain().resolve_ref(field).output_field
+    return output
+
+
+def _value(row: Model, field: str) -> Any:
+    """``row``'s value of ``field``, following ``__`` through related rows."""
+    value: Any = row
+    for name in field.split("__"):
+        value = None if value is None else getattr(value, name)
+    return value
 
 
 def keyset_page[M: Model](
@@ -68,35 +88,55 @@ def keyset_page[M: Model](
     any_of: Sequence[Q] = (),
 ) -> Page[M]:
     """One page of ``queryset`` ordered by (``field``, pk), after the row ``cursor`` names,
-    of the rows matching any of ``any_of`` when it is given.
+    of the rows matching any of ``any_of`` when it is given. ``field`` may be any column
+    or annotation, through relations too (``subject__ref``); blanks (NULL) come last going
+    up and first going down, as PostgreSQL's own index order has them.
 
     One query: a row more than the page is read to tell whether another page follows.
     """
+    nullable = bool(getattr(_column(queryset, field), "null", False))
     if cursor:
-        at, pk = decode(cursor, queryset)
-        # The bound alone is what an index on (field, pk) starts its scan from; the tie on
-        # ``field`` is then broken by the pk.
-        if newest_first:
-            later = Q(**{f"{field}__lte": at}) & (
-                Q(**{f"{field}__lt": at}) | Q(**{field: at, "pk__lt": pk})
-            )
-        else:
-            later = Q(**{f"{field}__gte": at}) & (
-                Q(**{f"{field}__gt": at}) | Q(**{field: at, "pk__gt": pk})
-            )
-        queryset = queryset.filter(later)
-    order = [f"-{field}", "-pk"] if newest_first else [field, "pk"]
+        value, pk = decode(cursor, queryset, field)
+        queryset = queryset.filter(
+            _after(field, value, pk, newest_first=newest_first, nullable=nullable)
+        )
+    order: list[Any]
+    if nullable:
+        column = F(field)
+        key = column.desc(nulls_first=True) if newest_first else column.asc(nulls_last=True)
+        order = [key, "-pk" if newest_first else "pk"]
+    else:
+        order = [f"-{field}", "-pk"] if newest_first else [field, "pk"]
     if any_of:
         queryset = _matching_any(queryset, any_of, order, size + 1)
     rows = list(queryset.order_by(*order)[: size + 1])
     if len(rows) <= size:
         return Page(rows, "")
     last = rows[size - 1]
-    return Page(rows[:size], encode(getattr(last, field), last.pk))
+    return Page(rows[:size], encode(field, _value(last, field), last.pk))
+
+
+def _after(field: str, value: Any, pk: Any, *, newest_first: bool, nullable: bool) -> Q:
+    """The rows after (``value``, ``pk``) in the page's order."""
+    blank = Q(**{f"{field}__isnull": True})
+    if value is None:
+        if newest_first:
+            return (blank & Q(pk__lt=pk)) | ~blank
+        return blank & Q(pk__gt=pk)
+    # The bound alone is what an index on (field, pk) starts its scan from; the tie on
+    # ``field`` is then broken by the pk.
+    if newest_first:
+        return Q(**{f"{field}__lte": value}) & (
+            Q(**{f"{field}__lt": value}) | Q(**{field: value, "pk__lt": pk})
+        )
+    later = Q(**{f"{field}__gte": value}) & (
+        Q(**{f"{field}__gt": value}) | Q(**{field: value, "pk__gt": pk})
+    )
+    return later | blank if nullable else later
 
 
 def _matching_any[M: Model](
-    queryset: QuerySet[M], any_of: Sequence[Q], order: list[str], limit: int
+    queryset: QuerySet[M], any_of: Sequence[Q], order: list[Any], limit: int
 ) -> QuerySet[M]:
     """The rows of ``queryset`` matching any of ``any_of``.
 

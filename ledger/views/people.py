@@ -49,11 +49,18 @@ from ledger.views.forms.people import (
     UnlinkForm,
 )
 from ledger.views.http import SignedInRequest, admin_only
+from ledger.views.paging import BadCursor, next_query
+from ledger.views.sorting import BadSort, Sortable
 
 LIST_TEMPLATE = "ledger/people.html"
 NEW_TEMPLATE = "ledger/person_new.html"
 PERSON_TEMPLATE = "ledger/person.html"
 PEOPLE_SHOWN = 50
+# The columns that sort the list of people.
+PEOPLE_SORTS = Sortable(
+    columns={"username": "username", "subjects": "owned", "last-signed-in": "last_login"},
+    default="username",
+)
 # Subjects named in a row of the list; the count beside them is exact.
 SUBJECTS_IN_ROW = 3
 SUBJECTS_SHOWN = 100
@@ -101,12 +108,12 @@ def role_words(person: User) -> str:
 @admin_only
 @require_GET
 def people(request: SignedInRequest) -> HttpResponse:
-    """Everyone who can sign in (or could), by username, a page at a time
-    (``?after=<the last username shown>``), narrowed to one role with ``?role=``."""
+    """Everyone who can sign in (or could), by username or as sorted (``?sort=-subjects``),
+    a keyset page at a time, narrowed to one role with ``?role=``."""
     role = request.GET.get("role", "")
     after = request.GET.get("after", "")
     context: dict[str, Any] = {"role": role, "roles": ROLE_WORDS.items(), "rows": []}
-    unknown = _unknown(request.GET, {"role", "after"})
+    unknown = _unknown(request.GET, {"role", "after", "sort"})
     if unknown:
         context["error"] = f"Unknown filter: {', '.join(unknown)}."
         return render(request, LIST_TEMPLATE, context, status=400)
@@ -127,22 +134,27 @@ def _people_response(
 ) -> HttpResponse:
     context: dict[str, Any] = {"role": role, "roles": ROLE_WORDS.items(), "error": error}
     listed = _with_last_link(User.objects.all()).annotate(owned=Count("subjects"))
-    listed = listed.order_by("username")
     if role:
         listed = listed.filter(access.people_in_role(Role(role)))
-    if after:
-        listed = listed.filter(username__gt=after)
-    page = list(
-        listed.prefetch_related(
-            "groups",
-            Prefetch(
-                "subjects",
-                queryset=Subject.objects.order_by("ref")[:SUBJECTS_IN_ROW],
-                to_attr="named_subjects",
-            ),
-        )[: PEOPLE_SHOWN + 1]
+    listed = listed.prefetch_related(
+        "groups",
+        Prefetch(
+            "subjects",
+            queryset=Subject.objects.order_by("ref")[:SUBJECTS_IN_ROW],
+            to_attr="named_subjects",
+        ),
     )
-    shown = page[:PEOPLE_SHOWN]
+    # A form sent from the page (lifting an address's lockout) answers with the first page.
+    data = request.GET if request.method == "GET" else QueryDict()
+    try:
+        sort = PEOPLE_SORTS.chosen(data)
+        page = sort.page(listed, cursor=after, size=PEOPLE_SHOWN)
+    except (BadSort, BadCursor) as refused:
+        context.update(rows=[], error=str(refused))
+        return render(request, LIST_TEMPLATE, context, status=400)
+    # Rows of the annotated queryset; a keyset page's type does not carry the annotations.
+    shown: list[Any] = page.rows
+    context["sort"] = sort
     locked = lockouts.of_usernames(person.username for person in shown)
     context["rows"] = [
         (
@@ -154,7 +166,7 @@ def _people_response(
         )
         for person in shown
     ]
-    context["next"] = shown[-1].username if len(page) > PEOPLE_SHOWN else ""
+    context["next"] = next_query(data, page.next_cursor)
     # The whole list's, on every page of it and whatever role it is narrowed to.
     context["locked_addresses"] = lockouts.of_addresses()
     context["address_form"] = address_form or AddressLiftForm(auto_id="address_form_%s")

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote, urlencode
 
 from django.conf import settings
 
@@ -19,7 +20,7 @@ from ledger.choices import CORRECTIONS, StatedBy
 from ledger.dates import day as day  # re-exported: views format days with the presenters
 from ledger.models import Memory, Source
 from ledger.reads.names import Names
-from ledger.words import CORRECTION_REF
+from ledger.words import CORRECTION_REF, reason_words
 
 KIND_TITLES = {
     Memory.Kind.PREFERENCE: "Preferences",
@@ -36,6 +37,24 @@ def undo_seconds() -> int:
     return settings.MEMORYADMIN_UNDO_SECONDS
 
 
+def ask_support(memory: Memory, run: str | None) -> str:
+    """A mailto: link to support (``MEMORYADMIN_SUPPORT_EMAIL``) asking about ``memory`` in
+    the conversation ``run``, with the references support looks them up by filled in; ""
+    when no address is set."""
+    address = settings.MEMORYADMIN_SUPPORT_EMAIL
+    if not address:
+        return ""
+    where = f"conversation reference {run}" if run else "a read outside any named conversation"
+    about = {
+        "subject": f"A question about what the assistant remembered ({run or memory.pk})",
+        "body": (
+            f"Memory: {memory.pk}\nUsed in: {where}\nSubject: {memory.subject.ref}\n\n"
+            "My question:\n"
+        ),
+    }
+    return f"mailto:{address}?{urlencode(about, quote_via=quote)}"
+
+
 def held_statement(memory: Memory) -> bool:
     """An agent's report of what the person said, held pending by an admin's restriction on
     that agent: only a restriction holds a statement, and until a person confirms it, it
@@ -47,7 +66,8 @@ def held_statement(memory: Memory) -> bool:
     )
 
 
-def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
+def said_label(memory: Memory, *, own: bool, created_by_viewer: bool, source: Source | None) -> str:
+    """Who a memory's words are, in a badge; ``source`` is its first (where it came from)."""
     if memory.basis == Memory.Basis.INFERRED:
         return "The assistant guessed this"
     if held_statement(memory):
@@ -66,7 +86,24 @@ def said_label(memory: Memory, *, own: bool, created_by_viewer: bool) -> str:
         if memory.stated_by == StatedBy.SUPPORT_CORRECTION:
             return "Corrected by support"
         return "Corrected by the person"
-    return "You said this" if own else "The person said this"
+    return written_by_agent(source, own=own)
+
+
+def written_by_agent(source: Source | None, *, own: bool) -> str:
+    """A statement an agent wrote (or an import brought in), said as the agent's and not as
+    the person's word: the words are the agent's reading of what it cites, which may be the
+    person speaking of someone else."""
+    match source.kind if source else "":
+        case Source.Kind.USER_MESSAGE:
+            return f"The assistant wrote this, citing {'your' if own else 'the person’s'} message"
+        case Source.Kind.TOOL_RESULT:
+            return "The assistant wrote this, citing a tool’s answer"
+        case Source.Kind.OPERATOR:
+            return "Written by hand on the dashboard"
+        case Source.Kind.IMPORT:
+            return "Imported from an earlier memory store"
+        case _:
+            return "The assistant wrote this"
 
 
 def origin(source: Source | None, *, own: bool) -> str:
@@ -209,7 +246,7 @@ def steps(rows: Iterable[Any], *, names: Names) -> list[Step]:
             what = f"New expiry: {day(row.expires_at)}" if row.expires_at else "Made permanent"
         else:
             what = "Changed"
-        why = row.history_change_reason or ""
+        why = reason_words(row.history_change_reason or "")
         if row.status == Memory.Status.SUPERSEDED and why.startswith(REVERTED):
             # Superseded by an admin's revert, whose reason says so: named once, not twice.
             what, why = REPLACED_BY_REVERT, why.removeprefix(REVERTED)

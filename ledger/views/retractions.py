@@ -11,7 +11,7 @@ import uuid
 from typing import Any
 
 from django import forms
-from django.db.models import Count, Q
+from django.db.models import Count
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
@@ -29,15 +29,22 @@ from ledger.actors import Actor
 from ledger.models import Memory, RetractionBatch
 from ledger.reads.names import Names
 from ledger.rules.refusals import Refusal
+from ledger.rules.retractions import undo_reason
 from ledger.views.answers import answer, refused
 from ledger.views.forms.memories import BatchForm, SelectionForm, given_reason
 from ledger.views.http import SignedInRequest, support_only
+from ledger.views.paging import BadCursor, next_query
 from ledger.views.presenting import STATUS_CHANGES
+from ledger.views.sorting import BadSort, Sortable
 
 LIST_TEMPLATE = "ledger/retractions.html"
 NEW_TEMPLATE = "ledger/retraction_new.html"
 BATCH_TEMPLATE = "ledger/retraction.html"
 BATCHES_SHOWN = 50
+BATCH_SORTS = Sortable(
+    columns={"when": "retracted_at", "memories": "memories"},
+    default="-when",
+)
 # The memories a batch page lists; its count is exact whatever it shows.
 ITEMS_SHOWN = 200
 # What a form post carries besides the fields themselves.
@@ -56,26 +63,19 @@ def _errors(form: forms.Form) -> list[str]:
 @support_only
 @require_GET
 def batch_list(request: SignedInRequest) -> HttpResponse:
-    """Every batch, newest first, a page at a time (``?after=<id of the last one shown>``)."""
-    unknown = _unknown(request.GET, forms.Form, "after")
-    batches = RetractionBatch.objects.annotate(memories=Count("items")).order_by(
-        "-retracted_at", "-pk"
-    )
-    after = request.GET.get("after", "")
+    """Every batch, newest first or as sorted (``?sort=memories``), a keyset page at a time."""
+    unknown = _unknown(request.GET, forms.Form, "after", "sort")
     if unknown:
         return _list_refused(request, f"Unknown filter: {', '.join(unknown)}.")
-    if after:
-        cursor = _batch_or_none(after)
-        if cursor is None:
-            return _list_refused(request, f"'{after[:50]}' is not a batch to continue after.")
-        batches = batches.filter(
-            Q(retracted_at__lt=cursor.retracted_at)
-            | Q(retracted_at=cursor.retracted_at, pk__lt=cursor.pk)
-        )
-    page = list(batches[: BATCHES_SHOWN + 1])
-    shown = page[:BATCHES_SHOWN]
+    batches = RetractionBatch.objects.annotate(memories=Count("items"))
+    try:
+        sort = BATCH_SORTS.chosen(request.GET)
+        page = sort.page(batches, cursor=request.GET.get("after", ""), size=BATCHES_SHOWN)
+    except (BadSort, BadCursor) as error:
+        return _list_refused(request, str(error))
     names = Names.for_labels(
-        request.user, [label for b in shown for label in (b.retracted_by, b.undone_by) if label]
+        request.user,
+        [label for b in page.rows for label in (b.retracted_by, b.undone_by) if label],
     )
     return render(
         request,
@@ -83,19 +83,12 @@ def batch_list(request: SignedInRequest) -> HttpResponse:
         {
             "batches": [
                 (b, names.who(b.retracted_by), names.who(b.undone_by) if b.undone_by else "")
-                for b in shown
+                for b in page.rows
             ],
-            "next": shown[-1].pk if len(page) > BATCHES_SHOWN else None,
+            "sort": sort,
+            "next_query": next_query(request.GET, page.next_cursor),
         },
     )
-
-
-def _batch_or_none(value: str) -> RetractionBatch | None:
-    try:
-        pk = uuid.UUID(value)
-    except ValueError:
-        return None
-    return RetractionBatch.objects.filter(pk=pk).first()
 
 
 def _list_refused(request: SignedInRequest, error: str) -> HttpResponse:
@@ -117,6 +110,8 @@ def batch_new(request: SignedInRequest) -> HttpResponse:
         context["errors"], status = [f"Unknown filter: {', '.join(unknown)}."], 400
     elif form.is_bound and not form.is_valid():
         context["errors"], status = _errors(form), 400
+    elif unseen := _unseen(request, form):
+        context["errors"], status = [unseen], 404
     elif form.is_bound:
         try:
             context["preview"] = preview_retraction(form.selection())
@@ -124,6 +119,7 @@ def batch_new(request: SignedInRequest) -> HttpResponse:
             context["errors"], status = [refusal.detail], refusal.status
     if context.get("preview"):
         context.update(_preview_words(context["preview"]))
+    context.update(_ticked(request.GET))
     return answer(
         request,
         fragment=f"{NEW_TEMPLATE}#preview",
@@ -131,6 +127,27 @@ def batch_new(request: SignedInRequest) -> HttpResponse:
         context=context,
         status=status,
     )
+
+
+def _ticked(data: QueryDict) -> dict[str, Any]:
+    """The memories ticked in the search, as the page names them: chosen one by one, they
+    are what the page deletes, not a source's or a run's."""
+    parts = (part.strip() for value in data.getlist("memories") for part in value.split(","))
+    ids = [part for part in parts if part]
+    return {"ticked": ",".join(ids), "ticked_count": len(set(ids))}
+
+
+def _unseen(request: SignedInRequest, form: SelectionForm) -> str:
+    """What is wrong with the memories ticked one by one, if any: one the viewer may not see
+    is answered as one that does not exist."""
+    ticked = (form.cleaned_data.get("memories") or ()) if form.is_bound else ()
+    if not ticked:
+        return ""
+    seen = set(
+        Memory.objects.visible_to(request.user).filter(pk__in=ticked).values_list("pk", flat=True)
+    )
+    missing = [pk for pk in ticked if pk not in seen]
+    return f"No memory has the id {missing[0]}. Nothing was changed." if missing else ""
 
 
 def _preview_words(preview: Preview) -> dict[str, Any]:
@@ -146,6 +163,9 @@ def _create(request: SignedInRequest) -> HttpResponse:
     if unknown or not form.is_valid():
         errors = [f"Unknown field: {', '.join(unknown)}."] if unknown else _errors(form)
         return _new_refused(request, form, errors, 400)
+    unseen = _unseen(request, form)
+    if unseen:
+        return _new_refused(request, form, [unseen], 404)
     try:
         batch = retract_batch(
             selection=form.selection(),
@@ -162,7 +182,12 @@ def _new_refused(
     request: SignedInRequest, form: BatchForm, errors: list[str], status: int
 ) -> HttpResponse:
     """The form again, as it was filled in, with the fresh preview when there is one."""
-    context: dict[str, Any] = {"form": form, "errors": errors, "reason": form.data.get("reason")}
+    context: dict[str, Any] = {
+        "form": form,
+        "errors": errors,
+        "reason": form.data.get("reason"),
+        **_ticked(request.POST),
+    }
     # The selection itself was fine (only the reason or count erred): show it afresh.
     if not form.errors.keys() - {"reason", "expected"}:
         try:
@@ -197,12 +222,27 @@ def _batch_context(
         ],
         "by": names.who(batch.retracted_by),
         "undone_by": names.who(batch.undone_by) if batch.undone_by else "",
+        "undo_reason": _undo_reason(batch),
         "selection": batch.selection,
         "report": report,
         "left_alone": [
             (memory, _changed_since(memory)) for memory in (report.left_alone if report else [])
         ],
     }
+
+
+def _undo_reason(batch: RetractionBatch) -> str:
+    """Why the batch was undone, as the person gave it: the undo's history row keeps it
+    after the batch's own words (``undo_batch``)."""
+    if batch.undone_at is None:
+        return ""
+    why = (
+        batch.history.exclude(undone_at=None)
+        .order_by("history_date")
+        .values_list("history_change_reason", flat=True)
+        .first()
+    )
+    return undo_reason(batch.pk, str(why or ""))
 
 
 def _changed_since(memory: Memory) -> str:

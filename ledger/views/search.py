@@ -1,35 +1,38 @@
 """Support's search across every subject, and everything one message or tool result wrote.
 
 A query that is exactly a run's or a source's reference goes straight to what it names;
-anything else lists matching memories in a dense table, newest first, a keyset page at a
-time, with the subjects whose reference or name matches above them, and above the table
-the best matches of each type that holds words (``search_everything``): memories, the
-ledger, excerpts, run goals and compactions.
+anything else lists matching memories in a dense table, newest first or sorted by a column,
+a keyset page at a time, with the subjects whose reference or name matches above them, and
+above the table the best matches of each type that holds words (``search_everything``):
+memories, the ledger, excerpts, run goals and compactions.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.db.models import Prefetch, Q
-from django.http import Http404, HttpResponse
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.http import require_GET
-from django_htmx.http import push_url
+from django_htmx.http import push_url, replace_url
 
 from ledger import access
 from ledger.dates import day_window
 from ledger.models import LedgerEntry, Memory, MemoryQuerySet, Run, Source, Subject
 from ledger.reads.retrieval import search_everything
+from ledger.rules.memories import RETRACTABLE_MEMORY
 from ledger.views.answers import answer
 from ledger.views.forms.search import FILTERS, SearchForm
 from ledger.views.http import SignedInRequest, support_only
-from ledger.views.paging import BadCursor, asked, keyset_page, next_query
+from ledger.views.paging import BadCursor, asked, next_query
 from ledger.views.queues import queue_context
+from ledger.views.sorting import BadSort, Sortable
 
 PAGE_SIZE = 50
 SUBJECTS_SHOWN = 10
@@ -38,6 +41,17 @@ HOME_SUBJECTS = 200
 # What one message or tool result wrote is a handful of rows; this bounds a reference that
 # many agents happened to reuse.
 SOURCE_ROWS = 200
+MEMORY_SORTS = Sortable(
+    columns={
+        "written": "written_at",
+        "statement": "statement",
+        "subject": "subject__ref",
+        "kind": "kind",
+        "basis": "basis",
+        "status": "status",
+    },
+    default="-written",
+)
 
 
 def _memories(form: SearchForm, now: datetime, viewer: access.Person) -> MemoryQuerySet:
@@ -73,6 +87,34 @@ def _where_it_points(query: str) -> str:
     return ""
 
 
+def _template(request: SignedInRequest) -> str:
+    """The staff home, or for htmx the part of it that the request swaps."""
+    if _swapping(request) and request.htmx.target in ("search-results", "subject-results"):
+        return f"ledger/home.html#{request.htmx.target}"
+    return "ledger/home.html"
+
+
+def _swapping(request: SignedInRequest) -> bool:
+    """An htmx request for a part of the page; Back after htmx's history cache missed asks
+    for the whole page instead."""
+    return bool(request.htmx) and not request.htmx.history_restore_request
+
+
+def _keep_in_address(request: SignedInRequest, response: HttpResponse, typing: bool) -> None:
+    """One history entry per search: typing refines the entry of the search under way
+    (Back never steps through half-typed words), while a search sent, a filter or a sort
+    changed, adds one. A search that asks what the address already holds adds none."""
+    # The address bar keeps what was asked, not every empty filter of the form.
+    url = f"{reverse('home')}?{asked(request.GET).urlencode()}"
+    current = urlsplit(request.htmx.current_url or "")
+    searching = any(QueryDict(current.query).get(name) for name in ("q", *FILTERS))
+    here = f"{current.path}?{current.query}" == url
+    if here or (typing and searching):
+        replace_url(response, url)
+    else:
+        push_url(response, url)
+
+
 def staff_home(request: SignedInRequest) -> HttpResponse:
     """The staff home: one search box across every subject, and what waits in the queues."""
     form = SearchForm(request.GET)
@@ -84,11 +126,11 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
             for error in field_errors
         )
         invalid = {"form": form, "errors": errors, "filters_open": filters_open}
-        return render(request, "ledger/home.html", invalid, status=400)
+        return render(request, _template(request), invalid, status=400)
     query = form.cleaned_data["q"]
     # Results follow the typing; only a submitted search goes straight to the run or the
     # message it names, so a prefix that happens to name one never carries anyone off.
-    typing = bool(request.htmx) and request.htmx.trigger == "q"
+    typing = _swapping(request) and request.htmx.trigger == "q"
     if query and not typing and not form.narrowed() and not form.cleaned_data["after"]:
         target = _where_it_points(query)
         if target:
@@ -109,39 +151,40 @@ def staff_home(request: SignedInRequest) -> HttpResponse:
         shown = list(subjects[: SUBJECTS_SHOWN + 1]) if query else []
         memories = _memories(form, now, request.user)
         try:
-            page = keyset_page(
+            sort = MEMORY_SORTS.chosen(request.GET)
+            page = sort.page(
                 memories,
-                field="written_at",
                 cursor=form.cleaned_data["after"],
                 size=PAGE_SIZE,
-                newest_first=True,
                 any_of=memories.search_matches(query, by_subject=bool(shown)) if query else (),
             )
-        except BadCursor as error:
+        except (BadSort, BadCursor) as error:
             context.update(errors=str(error))
-            return render(request, "ledger/home.html", context, status=400)
-        if query and not form.cleaned_data["after"]:
+            return render(request, _template(request), context, status=400)
+        if query and not form.cleaned_data["after"] and form.memories_only():
+            # Best matches would show memories the filters rule out, and the other types
+            # have no kind or status to filter by: the table alone answers a filtered search.
+            context["best_left_out"] = True
+        elif query and not form.cleaned_data["after"]:
             # The first page only: the next ones go on down the memory table. The days
-            # asked narrow every type; the other filters are the memory table's own.
+            # asked narrow every type.
             start, end = day_window(
                 form.cleaned_data["written_from"], form.cleaned_data["written_to"]
             )
             context["groups"] = search_everything(query, request.user, start=start, end=end)
         context.update(
             page=page,
+            sort=sort,
+            retractable=RETRACTABLE_MEMORY,
             subjects=shown[:SUBJECTS_SHOWN],
             more_subjects=len(shown) > SUBJECTS_SHOWN,
             next_query=next_query(request.GET, page.next_cursor),
         )
     else:
         context.update(subjects=subjects[:HOME_SUBJECTS], **queue_context(request, now))
-    template = "ledger/home.html"
-    if request.htmx and request.htmx.target in ("search-results", "subject-results"):
-        template += "#" + request.htmx.target
-    response = render(request, template, context)
-    if request.htmx:
-        # The address bar keeps what was asked, not every empty filter of the form.
-        push_url(response, f"{reverse('home')}?{asked(request.GET).urlencode()}")
+    response = render(request, _template(request), context)
+    if _swapping(request):
+        _keep_in_address(request, response, typing)
     # Same URL, two bodies: caches must key on the htmx headers too.
     patch_vary_headers(response, ("HX-Request", "HX-Target"))
     return response

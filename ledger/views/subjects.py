@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.template.defaultfilters import pluralize
 from django.utils import timezone
@@ -35,6 +35,8 @@ def _visible_subject(request: SignedInRequest, ref: str) -> Subject:
 def subject_pause(request: SignedInRequest, ref: str) -> HttpResponse:
     """The one switch: ``paused=on`` stops every new write about the subject."""
     subject = _visible_subject(request, ref)
+    if not access.may_pause_memory(request.user, subject):
+        raise Http404
     paused = request.POST.get("paused") == "on"
     subject = set_memory_paused(
         subject=subject,

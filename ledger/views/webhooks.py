@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
@@ -34,9 +34,21 @@ from ledger.reads.names import Names
 from ledger.rules import webhooks
 from ledger.views.answers import answer
 from ledger.views.http import SignedInRequest, admin_only
-from ledger.views.paging import BadCursor, keyset_page
+from ledger.views.paging import BadCursor, keyset_page, next_query
+from ledger.views.sorting import BadSort, Sortable
 
 TEMPLATE = "ledger/webhooks.html"
+# The endpoints list's columns that sort it, and a page of it.
+ENDPOINT_SORTS = Sortable(
+    columns={
+        "address": "url",
+        "registered": "created_at",
+        "waiting": "pending",
+        "failed": "failed",
+    },
+    default="-registered",
+)
+ENDPOINTS_SHOWN = 100
 PAGE_SIZE = 25
 # The session's one-time value: a new secret on its way to the endpoint's page.
 SHOWN_SECRET = "webhook_secret"
@@ -66,8 +78,21 @@ def _list(
     chosen: list[str],
     status: int,
 ) -> HttpResponse:
+    # A registration the form refused answers with the first page, newest first.
+    data = request.GET if request.method == "GET" else QueryDict()
+    try:
+        sort = ENDPOINT_SORTS.chosen(data)
+        page = sort.page(
+            WebhookEndpoint.objects.with_counts(),
+            cursor=data.get("after", ""),
+            size=ENDPOINTS_SHOWN,
+        )
+    except (BadSort, BadCursor) as refused:
+        return render(request, TEMPLATE, {"list_error": str(refused), "events": []}, status=400)
     context = {
-        "endpoints": WebhookEndpoint.objects.with_counts().order_by("-created_at", "-id"),
+        "endpoints": page.rows,
+        "sort": sort,
+        "next": next_query(data, page.next_cursor),
         "errors": errors,
         "url": url,
         "description": description,

@@ -3,9 +3,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ledger.actions import seals
-from ledger.actions.audit_verified import record_verification
-from ledger.reads import audit_chain, audit_checkpoints, audit_live, audit_macs
+from ledger.actions import audit_verified
+from ledger.reads.audit_verified import COMMAND_LINE
 
 
 class Command(BaseCommand):
@@ -32,15 +31,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, no_seal: bool, stale_minutes: int, **options: Any) -> None:
         if stale_minutes < 0:
             raise CommandError("--stale-minutes must be 0 or more.")
-        if not no_seal:
-            # Rows without a valid MAC are passed over: named below, never sealed.
-            seals.seal_pending(full=True)
-        checks = audit_chain.verify(stale_after=timedelta(minutes=stale_minutes))
-        macs = audit_macs.check_macs()
-        live = audit_live.check_live_rows()
-        file = audit_checkpoints.read_checkpoints()
+        # Recorded for /metrics and the Audit page (docs/observability.md, docs/audit.md).
+        verified = audit_verified.verify(
+            by=COMMAND_LINE, seal=not no_seal, stale_after=timedelta(minutes=stale_minutes)
+        )
+        checks, macs, live, file = verified.checks, verified.macs, verified.live, verified.file
         latest = file.latest
-        cut = audit_checkpoints.cut_back(latest) if latest else []
         refused = {check.chain.table: check.bad for check in macs}
         for check in checks:
             stale = check.stale - refused.get(check.chain.table, 0)
@@ -51,20 +47,11 @@ class Command(BaseCommand):
                     f"oldest written {oldest:%Y-%m-%d %H:%M:%S} UTC. Is the sealer running "
                     "(celery beat sends ledger.tasks.seal_audit every minute)?"
                 )
-        sections = [
-            ("The audit chain does not follow:", [str(c.finding) for c in checks if c.finding]),
-            ("History rows the application did not write:", _named(macs, "history rows")),
-            ("Live rows that differ from their history:", _named(live, "rows")),
-            (f"The chain was cut back since its last checkpoint ({file.path}):", cut),
-            (f"The checkpoint file {file.path} was tampered with:", file.tampered),
-        ]
-        failed = [(title, lines) for title, lines in sections if lines]
-        # For /metrics: the result and its age (docs/observability.md).
-        record_verification(ok=not failed)
-        if failed:
+        if verified.failed:
             raise CommandError(
                 "\n".join(
-                    title + "".join(f"\n  {line}" for line in lines) for title, lines in failed
+                    title + "".join(f"\n  {line}" for line in lines)
+                    for title, lines in verified.failed
                 )
             )
         for check in checks:
@@ -89,16 +76,6 @@ class Command(BaseCommand):
                 f"The chains extend the checkpoint of {when:%Y-%m-%d %H:%M:%S} UTC "
                 f"({file.path}, line {latest.line})."
             )
-
-
-def _named(checks: list[Any], what: str) -> list[str]:
-    """Each check's named rows, and how many more it found than it names."""
-    lines: list[str] = []
-    for check in checks:
-        lines += check.problems
-        if check.bad > len(check.problems):
-            lines.append(f"… and {check.bad - len(check.problems)} more {what} like these")
-    return lines
 
 
 def _rows(count: int) -> str:

@@ -3,6 +3,7 @@ and support's batch deletion (what to select, and why)."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from django import forms
@@ -18,6 +19,8 @@ REVERT_REASON_MAX = 500
 # Support's reason for a batch deletion, kept in each memory's history.
 BATCH_REASON_MAX = 2000
 WHEN_HELP = "a date and time such as 2027-03-04 18:00"
+# Memories ticked in the search results: a few pages' worth, within the address's length.
+TICKED_MAX = 200
 
 
 class ReasonForm(forms.Form):
@@ -72,6 +75,28 @@ class RevertForm(forms.Form):
     )
 
 
+class TickedField(forms.Field):
+    """Memories ticked one by one: a ``memories`` value each (the search's checkboxes), or
+    one with their ids comma-separated (as the preview sends them back)."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value: Any) -> tuple[uuid.UUID, ...]:
+        texts = [part.strip() for item in value or () for part in str(item).split(",")]
+        texts = [text for text in texts if text]
+        if len(texts) > TICKED_MAX:
+            raise forms.ValidationError(
+                f"Tick at most {TICKED_MAX} memories for one batch ({len(texts)} are ticked)."
+            )
+        ids = []
+        for text in texts:
+            try:
+                ids.append(uuid.UUID(text))
+            except ValueError:
+                raise forms.ValidationError(f"“{text[:50]}” is not a memory's id.") from None
+        return tuple(dict.fromkeys(ids))
+
+
 class SelectionForm(forms.Form):
     source_ref = forms.CharField(label="Source reference", max_length=200, required=False)
     run = forms.CharField(label="Run", max_length=100, required=False)
@@ -86,6 +111,7 @@ class SelectionForm(forms.Form):
         required=False,
         error_messages={"invalid": f"Written before: give {WHEN_HELP}."},
     )
+    memories = TickedField(label="Memories", required=False)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}

@@ -80,6 +80,7 @@ class DayField(forms.DateField):
 # Support's search across every subject.
 
 EXPIRING_DAYS_MAX = 3650
+QUERY_MAX = 200
 # The search's filters besides its words: any of them set opens the filters on the page.
 FILTERS = (
     "kind",
@@ -91,10 +92,21 @@ FILTERS = (
     "in_conflict",
     "pending",
 )
+# The filters that only memories have; the days narrow every type of the best matches too.
+MEMORY_FILTERS = tuple(name for name in FILTERS if name not in ("written_from", "written_to"))
 
 
 class SearchForm(forms.Form):
-    q = forms.CharField(required=False, max_length=200, strip=True, label="Search")
+    q = forms.CharField(
+        required=False,
+        max_length=QUERY_MAX,
+        strip=True,
+        label="Search",
+        error_messages={
+            "max_length": "%(show_value)d characters is too long for a search (%(limit_value)d "
+            "at most): a few distinctive words, a reference or a name find what you need."
+        },
+    )
     kind = forms.ChoiceField(required=False, choices=ANY + list(Memory.Kind.choices), label="Kind")
     basis = forms.ChoiceField(
         required=False, choices=ANY + list(Memory.Basis.choices), label="Said or guessed"
@@ -123,6 +135,10 @@ class SearchForm(forms.Form):
     def narrowed(self) -> bool:
         """Whether any filter besides the text is set."""
         return any(self.cleaned_data.get(name) for name in FILTERS)
+
+    def memories_only(self) -> bool:
+        """Whether a filter only a memory has is set: any but the days written."""
+        return any(self.cleaned_data.get(name) for name in MEMORY_FILTERS)
 
 
 # The audit log's filters.
