@@ -156,6 +156,8 @@ def test_support_takes_an_item_hands_it_on_and_gives_it_back(
     queue_html = page(sam, "/queues/pending/")
     assert '<option value="" selected>choose…</option>' in queue_html
     assert '<option value="ada" selected>' not in queue_html
+    # It is ada's now: she is not offered as someone to hand it to.
+    assert '<option value="ada">' not in queue_html and '<option value="sam">' in queue_html
     slip = sam.post(url, {"assignee": ""}, headers={"HX-Request": "true"})
     assert slip.status_code == 400
     assert "Choose who to hand it to. Nothing was changed." in slip.content.decode()

@@ -122,7 +122,9 @@ def test_the_batch_deletes_both_and_recall_stops_serving_them(
     assert "Misread: he asked not to be phoned." in listing
 
 
-def test_undo_puts_both_back_as_one_action(story: dict[str, Memory], sam: User) -> None:
+def test_undo_puts_both_back_as_one_action(
+    story: dict[str, Memory], sam: User, make_person: Callable[..., User]
+) -> None:
     batch = retract_batch(
         selection=Selection(source_ref="msg_0588"), actor=Actor.for_user(sam), reason="misread"
     )
@@ -157,6 +159,11 @@ def test_undo_puts_both_back_as_one_action(story: dict[str, Memory], sam: User) 
     last = story["phoned"].history.order_by("-history_date").first()
     assert last.history_change_reason == f"Batch {batch.pk} undone: wrong call"
     assert PHONED in block()
+    # The audit names who undid it as it names anyone, never by the stored "user:sam".
+    alex = signed_in(make_person("alex", role="admin"))
+    audit = alex.get("/audit/", {"kind": "retractionbatch"}).content.decode()
+    assert 'Undone by: <del title="">(none)</del> → <ins title="sam">sam</ins>' in audit
+    assert "user:sam" not in audit
 
 
 def test_undo_leaves_alone_a_memory_changed_since_and_reports_it(

@@ -35,6 +35,7 @@ from ledger.models import (
     Source,
     Subject,
 )
+from ledger.reads.names import Names
 from ledger.rules.agents import Restriction
 from ledger.rules.write_policy import KEYS_SETTING, POLICY_SETTINGS, PolicySetting
 from ledger.words import CORRECTION_REF
@@ -166,8 +167,17 @@ def _restriction(restriction: Restriction) -> Wording:
     return Wording(restriction.words.capitalize(), lambda row, value: "yes" if value else "no")
 
 
+def _acted(row: Any, label: str) -> str:
+    # A column holding who acted ("user:sam") is said as the Who column says an actor; the
+    # role they had is the change's own, in its Role column.
+    return Names("", frozenset()).who(label) if label else ""
+
+
 SAID: dict[tuple[str, str], Wording] = {
     ("memory", "stated_by"): Wording("Stated by", _stated_by),
+    ("retractionbatch", "retracted_by"): Wording("Deleted by", _acted),
+    ("retractionbatch", "undone_by"): Wording("Undone by", _acted),
+    ("erasurerequest", "decided_by"): Wording("Decided by", _acted),
     ("source", "ref"): Wording("Reference", lambda row, ref: source_name(row.kind, ref)),
     **{("agent", r.field): _restriction(r) for r in Restriction},
     # As the policy page labels and says them.
