@@ -17,11 +17,11 @@ from ledger.actions._tracking import save_tracked
 from ledger.actions.lifecycle import answer_question
 from ledger.actors import Actor
 from ledger.models import Conflict, JournalEntry, Memory, QueueNote, QueueWork
-from ledger.models.work import ITEM_FIELDS, TICKET_PATTERN
+from ledger.models.work import ITEM_FIELDS
 from ledger.reads.queues import confirmed_alone, waits_in_queue
 from ledger.rules.reasons import refuse_unexplained_change
 from ledger.rules.refusals import Refusal
-from ledger.rules.text import forbidden_in_excerpt
+from ledger.rules.work import checked_note, checked_ticket
 
 type QueueItem = Conflict | Memory | JournalEntry
 
@@ -93,19 +93,6 @@ def assign_work(*, item: QueueItem, assignee: User | None, actor: Actor) -> Queu
         return work
 
 
-def checked_ticket(ticket: str) -> str:
-    """A ticket reference as kept: "" clears it; anything else is one reference."""
-    ticket = ticket.strip()
-    if ticket and not TICKET_PATTERN.fullmatch(ticket):
-        raise Refusal(
-            "ticket_invalid",
-            f"A ticket reference is up to {QueueWork.TICKET_MAX} letters, digits and . _ # / -, "
-            "with no spaces (ZD-1234, #88). Nothing was changed.",
-            400,
-        )
-    return ticket
-
-
 def set_ticket(*, item: QueueItem, ticket: str, actor: Actor) -> QueueWork:
     """File the item under a ticket of support's other tools, or under none ("")."""
     ticket = checked_ticket(ticket)
@@ -123,22 +110,7 @@ def set_ticket(*, item: QueueItem, ticket: str, actor: Actor) -> QueueWork:
 
 def add_note(*, item: QueueItem, text: str, actor: Actor) -> QueueNote:
     """Leave an internal note on the item, for staff only, signed and dated."""
-    text = text.strip()
-    if not text:
-        raise Refusal("note_required", "Write the note first. Nothing was saved.", 400)
-    if len(text) > QueueNote.TEXT_MAX:
-        raise Refusal(
-            "note_too_long",
-            f"A note is at most {QueueNote.TEXT_MAX} characters; this one has {len(text)}. "
-            "Nothing was saved.",
-            400,
-        )
-    if (found := forbidden_in_excerpt(text)) is not None:
-        raise Refusal(
-            "note_invalid_character",
-            f"The note holds an invisible character ({found}): type it again. Nothing was saved.",
-            400,
-        )
+    text = checked_note(text)
     now = timezone.now()
     with transaction.atomic():
         work = _locked_work(item)

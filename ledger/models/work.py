@@ -3,7 +3,6 @@ internal notes left on it. Staff only: none of it reaches the person, the API or
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.conf import settings
@@ -14,10 +13,7 @@ from django.db.models.functions import Upper
 from ledger.models.history import tracked
 from ledger.models.memories import Conflict, Memory, Subject
 from ledger.models.runs import JournalEntry
-
-# A reference in another tool (a help desk's "ZD-1234", "#88", "ops/2031/7"): no spaces,
-# so it is a reference, never a sentence about the person.
-TICKET_PATTERN = re.compile(r"[A-Za-z0-9._#/-]{1,64}")
+from ledger.rules.work import TICKET_MAX
 
 # The queue item each kind of work is on: the field naming it on ``QueueWork``.
 ITEM_FIELDS: dict[str, str] = {
@@ -41,8 +37,6 @@ def work_about(subjects: Any) -> Q:
 class QueueWork(models.Model):
     """The work on one queue item: exactly one of ``conflict``, ``memory`` and
     ``journal_entry`` is set, and each item has at most one (the one-to-one keys)."""
-
-    TICKET_MAX = 64
 
     conflict = models.OneToOneField(
         Conflict, null=True, blank=True, on_delete=models.CASCADE, related_name="work"
@@ -94,8 +88,6 @@ class QueueWork(models.Model):
 class QueueNote(models.Model):
     """An internal note on a queue item, by a member of staff. Never changed: a later note
     says what changed. Erasure deletes the notes on a subject's items (they may quote them)."""
-
-    TEXT_MAX = 2000
 
     work = models.ForeignKey(QueueWork, on_delete=models.CASCADE, related_name="notes")
     # Who wrote it, as history names people (``Actor.label``): "user:sam".

@@ -24,7 +24,6 @@ from ledger.actions.work import (
     QueueItem,
     add_note,
     assign_work,
-    checked_ticket,
     confirm_selected,
     set_ticket,
 )
@@ -40,6 +39,7 @@ from ledger.reads.queues import (
 )
 from ledger.rules.journal import stale_intent_cutoff
 from ledger.rules.refusals import Refusal
+from ledger.rules.work import checked_ticket
 from ledger.views.answers import answer, refused
 from ledger.views.forms.memories import given_reason
 from ledger.views.http import SignedInRequest, support_only
