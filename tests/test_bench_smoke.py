@@ -14,13 +14,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection
+from django.template import engines
 
 from ledger.models import Memory
-from tests.conftest import TEST_REDIS_URL
+from tests.conftest import SUBJECT, TEST_REDIS_URL, signed_in
 from tools.bench import report
 from tools.bench.commands import Bench, BenchData
+from tools.bench.layers import Layers, timed_request
 from tools.bench.paths import PATHS
 from tools.bench.servers import ROOT, Database
 
@@ -110,6 +113,8 @@ def test_bench_data_then_bench_report_every_path_beside_its_floor(
         wanted = next(p.floors for p in PATHS if p.name == path["name"])
         assert [floor["name"] for floor in path["floors"]] == list(wanted)
         assert all(floor["p50_ms"] > 0 and floor["ratio"] > 0 for floor in path["floors"])
+        assert path["in_process_ms"] > 0, path["name"]
+        assert_shares(path["shares"])
     sweep = results["sweep"]
     assert sweep["failures"] == []
     assert sweep["rows_per_s"] > 0 and sweep["floor_rows_per_s"] > 0
@@ -123,8 +128,43 @@ def test_bench_data_then_bench_report_every_path_beside_its_floor(
 
     document = output.read_text()
     assert report.start_marker(SCALE) in document and report.end_marker(SCALE) in document
+    assert "| in-process: SQL / Python / rendering |" in document
     for path in PATHS:
         assert f"| {path.name} |" in document
+
+
+def assert_shares(shares: dict[str, float]) -> None:
+    assert set(shares) == {"sql", "python", "rendering"}
+    assert all(share >= 0 for share in shares.values())
+    assert sum(shares.values()) == pytest.approx(100, abs=0.2)
+
+
+@pytest.mark.django_db
+def test_a_timed_page_splits_its_time_into_sql_python_and_rendering(
+    remember: Callable[..., Memory], make_person: Callable[..., User]
+) -> None:
+    remember("Prefers invoices as PDF attachments.")
+    client = signed_in(make_person("support-1", role="support"))
+    layers = Layers()
+    with timed_request(layers):
+        response = client.get(f"/subjects/{SUBJECT}/")
+    assert response.status_code == 200
+    assert layers.requests == 1 and layers.ms_per_request()
+    assert layers.sql > 0 and layers.rendering > 0 and layers.python > 0
+    assert layers.sql + layers.rendering < layers.total
+    assert_shares(layers.shares())
+
+
+@pytest.mark.django_db
+def test_sql_run_while_rendering_counts_as_sql_not_rendering() -> None:
+    # The rows are read lazily, inside the template's loop, by a statement that takes 50 ms.
+    rows = User.objects.raw("SELECT id FROM auth_user, pg_sleep(0.05)")
+    template = engines["django"].from_string("{% for row in rows %}{{ row.pk }}{% endfor %}")
+    layers = Layers()
+    with timed_request(layers):
+        template.render({"rows": rows})
+    assert layers.sql >= 0.05
+    assert layers.rendering < 0.05
 
 
 @pytest.mark.django_db

@@ -14,7 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from ledger.actions.lifecycle import withhold_memory
+from ledger.actions.lifecycle import correct_memory, withhold_memory
 from ledger.actions.recalls import record_recall
 from ledger.actors import Actor
 from ledger.models import Agent, Memory
@@ -126,3 +126,59 @@ def test_a_number_of_changes_that_is_not_one_is_a_400_with_the_latest(
     shown = response.content.decode()
     assert "is not a number of changes to show" in shown
     assert "Prefers phone calls in the morning." in shown
+
+
+def test_the_trace_stops_reading_a_memorys_reads_at_its_bounds(
+    memory: Memory, people: dict[str, User], agent: Agent
+) -> None:
+    # Every statement over the recall log stops at a bound (the reads listed, the reach
+    # counted): a memory read a million times costs what one read a thousand times does.
+    read(agent, memory, 3)
+    with CaptureQueriesContext(connection) as captured:
+        response = signed_in(people["sam"]).get(reverse("memory-history", args=[memory.pk]))
+    assert "Given to agents 3 times since it was written" in response.content.decode()
+    over_reads = [q["sql"] for q in captured if "ledger_recallitem" in q["sql"]]
+    assert over_reads
+    assert all(" LIMIT " in sql for sql in over_reads), over_reads
+
+
+def test_a_long_chain_of_corrections_comes_a_page_of_versions_at_a_time(
+    memory: Memory, people: dict[str, User]
+) -> None:
+    sam = signed_in(people["sam"])
+    original = memory
+
+    def correct(memory: Memory, n: int) -> Memory:
+        return correct_memory(
+            memory=memory,
+            actor=Actor.for_user(people["sam"]),
+            statement=f"Prefers calls, version {n}.",
+            reason=f"correction {n}",
+        )
+
+    memory = correct(memory, 0)
+    few, short = page(sam, memory)
+    assert "Older versions" not in short
+    for n in range(1, history.VERSIONS_SHOWN + 4):
+        memory = correct(memory, n)
+    many, newest = page(sam, memory)
+    assert many == few
+    shown = re.findall(r'id="version-title-([0-9a-f-]+)"', newest)
+    assert len(shown) == history.VERSIONS_SHOWN
+    assert shown[0] == str(memory.pk)
+    assert "Latest version" in newest
+    assert "Prefers calls, version 3." in newest
+    # Newest first: the rest are one link away, keyed by the first version they show.
+    older = re.search(r'href="\?from=([0-9a-f-]+)">Older versions', newest)
+    assert older is not None
+    queries, rest = page(sam, memory, f"?from={older.group(1)}")
+    assert queries == many
+    assert re.findall(r'id="version-title-([0-9a-f-]+)"', rest)[-1] == str(original.pk)
+    assert len(re.findall(r'id="version-title-', rest)) == 5
+    assert "Latest version" not in rest
+    assert "Prefers phone calls in the morning." in rest
+    assert f'href="?from={memory.pk}">Newer versions' in rest
+    # A link to an early version opens the page that holds it.
+    _, linked = page(sam, original)
+    assert f'id="version-{original.pk}"' in linked
+    assert "Older versions" not in linked

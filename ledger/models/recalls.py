@@ -89,8 +89,10 @@ class RecallItemQuerySet(models.QuerySet["RecallItem"]):
             .order_by()
             .values("memory_id")
             .annotate(
+                # Counted by columns of ``recall_item_memory_reads``: the items are read
+                # from that index alone, never from the table.
                 conversations=Count("recall__run", distinct=True)
-                + Count("pk", filter=Q(recall__run__isnull=True)),
+                + Count("recall_id", filter=Q(recall__run__isnull=True)),
                 last_read=Max("recalled_at"),
             )
         )
@@ -137,7 +139,14 @@ class Recall(models.Model):
 
     class Meta:
         ordering = ["-recalled_at", "-id"]
-        indexes = [models.Index(fields=["subject", "-recalled_at"], name="recall_subject_recent")]
+        indexes = [
+            models.Index(fields=["subject", "-recalled_at"], name="recall_subject_recent"),
+            # A read's run beside its key: the cards count a memory's conversations by
+            # looking each of its reads up here alone, never in the log's rows.
+            models.Index(fields=["id", "recalled_at"], include=["run"], name="recall_id_run"),
+            # Support's search looks among the newest goals first.
+            models.Index(fields=["-recalled_at", "-id"], name="recall_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"recall of {self.subject_id} at {self.recalled_at:%Y-%m-%d %H:%M}"
@@ -147,7 +156,7 @@ class RecallItem(models.Model):
     # On PostgreSQL the recall log is partitioned by month (ledger.reads.recall_log), and the
     # database links an item to its recall by (recall_id, recalled_at), cascading; Django
     # manages no constraint of its own here. ``recall_item_once`` (recall first) finds a
-    # recall's items and ``recall_item_memory_recent`` a memory's, so neither key needs an
+    # recall's items and ``recall_item_memory_reads`` a memory's, so neither key needs an
     # index of its own.
     recall = models.ForeignKey(
         Recall, on_delete=models.CASCADE, related_name="items", db_constraint=False, db_index=False
@@ -180,8 +189,13 @@ class RecallItem(models.Model):
             )
         ]
         indexes = [
-            # A memory's reads, newest first (its history page), and its reads' counts.
-            models.Index(fields=["memory", "-recalled_at"], name="recall_item_memory_recent")
+            # A memory's reads, newest first (its history page), and its reads' counts; with
+            # the recall's id, so its cards count conversations from the index alone.
+            models.Index(
+                fields=["memory", "-recalled_at"],
+                include=["recall"],
+                name="recall_item_memory_reads",
+            )
         ]
 
     def __str__(self) -> str:

@@ -1,11 +1,11 @@
 """The audit log: every change by a person, an agent or the system, read from the history
 tables of every tracked model and from the changes to people, as one list, newest first.
 
-Each table is read on its own (filtered and ordered in SQL, with a LIMIT) and the pieces are
-merged here, so a page costs a fixed number of queries per table however long the history
-is: one for its rows, one for the rows they are compared with, and one per kind of object
-the changes point at. The order is (when, kind, id), newest first; a cursor names the last
-entry shown, and the next page starts after it, so entries written meanwhile never shift it.
+A page is two queries however many tables, kinds or filters there are: one merges every
+table (each filtered and ordered by its own index, with a LIMIT) in SQL, each row coming as
+JSON beside the row it is compared with; the other names what the rows point at. The order
+is (when, kind, id), newest first; a cursor names the last entry shown, and the next page
+starts after it, so entries written meanwhile never shift it.
 """
 
 from __future__ import annotations
@@ -15,26 +15,33 @@ import binascii
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from functools import cache
-from typing import Any
+from typing import Any, cast
 
 from axes.models import AccessFailureLog
 from django.apps import apps
+from django.db import connection
 from django.db.models import (
     Case,
     Exists,
+    F,
     Field,
     ForeignKey,
+    JSONField,
     Model,
     OuterRef,
     Q,
     QuerySet,
     Subquery,
+    TextField,
     Value,
     When,
 )
+from django.db.models.expressions import BaseExpression, CombinedExpression, RawSQL
+from django.db.models.functions import Cast, JSONObject
 from django.urls import reverse
+from django.utils import timezone
 
 from ledger.choices import (
     ActorRole,
@@ -212,14 +219,25 @@ class Table:
             rows = rows.filter(**{f"{self.at_field}__lt": filters.end})
         return rows
 
+    # What a row's JSON holds beside its model's columns: annotations ``entries`` reads.
+    extra: tuple[str, ...] = ()
+
     def following(
-        self, filters: Filters, after: Cursor | None, limit: int, *, oldest_first: bool = False
-    ) -> list[Any]:
-        """Up to ``limit`` rows passing ``filters`` that come after ``after``: newest first,
-        older than it (or ``oldest_first``, newer than it)."""
+        self,
+        filters: Filters,
+        after: Cursor | None,
+        limit: int,
+        *,
+        position: int,
+        oldest_first: bool = False,
+    ) -> QuerySet[Any] | None:
+        """Up to ``limit`` rows passing ``filters`` that come after ``after`` (newest first,
+        older than it; or ``oldest_first``, newer than it), as this table's part of the page's
+        one query: when, ``position`` (the kind's place in the order of kinds), id, the row
+        as JSON and the row it is compared with. None when no row can pass."""
         rows = self.filtered(filters)
         if rows is None:
-            return []
+            return None
         at, pk = self.at_field, self.id_field
         if after is not None:
             # Past the cursor in the list's order, (when, kind, id) compared in turn.
@@ -234,23 +252,75 @@ class Table:
             # following page then reads as little as the first one.
             bound = "gte" if oldest_first else "lte"
             rows = rows.filter(Q(**{f"{at}__{bound}": after.at}) & beyond)
-        order = (at, pk) if oldest_first else (f"-{at}", f"-{pk}")
-        return list(rows.order_by(*order)[:limit])
+        found = rows.values(
+            entry_at=F(at),
+            entry_kind=Value(position),
+            entry_id=F(pk),
+            entry_row=_as_json(self.rows, self.extra),
+            entry_before=self.before(),
+        )
+        if not connection.features.supports_slicing_ordering_in_compound:
+            # SQLite orders the merged rows only: each table is read whole, as a small
+            # install's are.
+            return found.order_by()
+        sign = "" if oldest_first else "-"
+        return found.order_by(f"{sign}entry_at", f"{sign}entry_id")[:limit]
 
-    def key(self, row: Any) -> tuple[datetime, str, int]:
-        return (getattr(row, self.at_field), self.kind, getattr(row, self.id_field))
+    def before(self) -> BaseExpression:
+        """The row each row is compared with, as JSON: none by default."""
+        return Value(None, output_field=JSONField())
+
+    def decoded(self, data: dict[str, Any]) -> Any:
+        """A row from its JSON, as the ORM would have read it."""
+        row = self.rows.from_db(
+            None,
+            [field.attname for field in self.rows._meta.concrete_fields],
+            [_python(field, data[_column(field)]) for field in self.rows._meta.concrete_fields],
+        )
+        for name in self.extra:
+            setattr(row, name, data[name])
+        return row
 
     def pointed_at(self, rows: list[Any]) -> Iterator[tuple[type[Model], Any]]:
         """The named objects these rows point at, to look their names up in bulk."""
         return iter(())
 
-    def previous(self, rows: list[Any]) -> list[Any]:
-        """The rows ``rows`` are compared with, that are not among them; none by default."""
-        return []
-
-    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
-        """``rows`` as entries; ``earlier`` is what ``previous`` found for them."""
+    def entries(self, rows: list[tuple[Any, Any]], known: Known) -> list[Entry]:
+        """``rows`` as entries, each with the row it is compared with (or None)."""
         raise NotImplementedError
+
+
+def _as_json(model: type[Model], extra: tuple[str, ...] = ()) -> BaseExpression:
+    """Every column of a row of ``model`` (and the annotations ``extra``), by column name, as
+    one JSON object: how rows of tables with different columns come back in one query."""
+    more = JSONObject(**{name: F(name) for name in extra})
+    if connection.vendor == "postgresql":
+        # The whole row at once: named column by column, the 18 tables' rows take the ORM
+        # longer to build and compile than PostgreSQL takes to run the query.
+        whole = RawSQL(f"to_jsonb({_quoted(model._meta.db_table)})", (), JSONField())
+        return CombinedExpression(whole, "||", more, JSONField()) if extra else whole
+    columns = {_column(field): F(field.attname) for field in model._meta.concrete_fields}
+    return JSONObject(**columns, **{name: F(name) for name in extra})
+
+
+def _quoted(name: str) -> str:
+    return connection.ops.quote_name(name)
+
+
+def _column(field: Field[Any, Any]) -> str:
+    # Only a many-to-many field has no column, and a table's concrete fields are none.
+    return cast(str, field.column)
+
+
+def _python(field: Field[Any, Any], value: Any) -> Any:
+    """A column's value as JSON carried it, as the ORM gives it (a moment, a UUID …)."""
+    if value is None or isinstance(field, JSONField):
+        return value
+    found = field.to_python(value)
+    if isinstance(found, datetime) and timezone.is_naive(found):
+        # SQLite keeps a moment as text in UTC, without its offset.
+        return timezone.make_aware(found, UTC)
+    return found
 
 
 class HistoryTable(Table):
@@ -266,6 +336,7 @@ class HistoryTable(Table):
         self.rows = model.history.model  # type: ignore[attr-defined]
         # The tracked object's id, copied onto each of its history rows.
         self.object_field = model._meta.pk.attname
+        self.object_column = _column(model._meta.pk)
         self.compared = [
             field
             for field in self.rows._meta.concrete_fields
@@ -294,37 +365,36 @@ class HistoryTable(Table):
                 if isinstance(field, ForeignKey) and field.related_model in NAMED_BY and value:
                     yield field.related_model, value
 
-    def previous(self, rows: list[Any]) -> list[Any]:
-        """The row before each of ``rows`` in its object's history, in one query: what each
-        change is compared with (a creation has none)."""
-        history = self.rows._default_manager
+    def before(self) -> BaseExpression:
+        """The row before each in its object's history, as JSON: what a change is compared
+        with (a creation has none). Read for the page's rows only, each from the object's
+        index."""
+        if connection.vendor == "postgresql":
+            # As ``_as_json``, the whole row: the ORM's subquery would name every column.
+            table, pk = _quoted(self.rows._meta.db_table), _quoted(self.object_column)
+            return RawSQL(
+                f"(SELECT to_jsonb(earlier) FROM {table} earlier WHERE earlier.{pk} = {table}.{pk}"
+                f" AND (earlier.history_date, earlier.history_id)"
+                f" < ({table}.history_date, {table}.history_id)"
+                " ORDER BY earlier.history_date DESC, earlier.history_id DESC LIMIT 1)",
+                (),
+                JSONField(),
+            )
         earlier = (
-            history.filter(**{self.object_field: OuterRef(self.object_field)})
+            self.rows._default_manager.filter(**{self.object_field: OuterRef(self.object_field)})
             .filter(
                 Q(history_date__lt=OuterRef("history_date"))
                 | Q(history_date=OuterRef("history_date"), history_id__lt=OuterRef("history_id"))
             )
             .order_by("-history_date", "-history_id")
-            .values("history_id")[:1]
+            .values(row=_as_json(self.rows))[:1]
         )
-        wanted = (
-            history.filter(history_id__in=[row.history_id for row in rows])
-            .annotate(previous_id=Subquery(earlier))
-            .values("previous_id")
-        )
-        return list(history.filter(history_id__in=wanted))
+        return Subquery(earlier, output_field=JSONField())
 
-    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
-        # A row's previous one is among these and the page itself: the latest older row of
-        # the same object there is the one just before it.
-        by_object: dict[Any, list[Any]] = {}
-        for row in [*rows, *earlier]:
-            by_object.setdefault(getattr(row, self.object_field), []).append(row)
+    def entries(self, rows: list[tuple[Any, Any]], known: Known) -> list[Entry]:
         entries = []
-        for row in rows:
-            mine = self._order(row)
-            older = [r for r in by_object[getattr(row, self.object_field)] if self._order(r) < mine]
-            before = max(older, key=self._order) if older else self._first_compared_with()
+        for row, previous in rows:
+            before = previous if previous is not None else self._first_compared_with()
             action = ACTIONS.get(row.history_type, row.history_type)
             # A subject's own entries are about itself: its name already says which.
             about = row.history_subject_id if self.kind != "subject" else None
@@ -363,10 +433,6 @@ class HistoryTable(Table):
     def _described(self, row: Any) -> str:
         describe = DESCRIBED.get(self.kind)
         return describe(row) if describe else str(getattr(row, self.object_field))
-
-    @staticmethod
-    def _order(row: Any) -> tuple[datetime, int]:
-        return (row.history_date, row.history_id)
 
     def _changes(
         self, before: Any, after: Any, names: dict[tuple[type[Model], Any], str]
@@ -418,6 +484,7 @@ class PersonTable(Table):
     kind, label, rows = PERSON, "person", PersonChange
     at_field, id_field = "changed_at", "id"
     actor_field, role_field = "actor", "actor_role"
+    extra = ("in_creation",)
 
     def filtered(self, filters: Filters) -> QuerySet[Any] | None:
         # A person is no subject's, and is never deleted (only their access is ended).
@@ -450,8 +517,8 @@ class PersonTable(Table):
             default=Value(False),
         )
 
-    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
-        return [self._entry(row) for row in rows]
+    def entries(self, rows: list[tuple[Any, Any]], known: Known) -> list[Entry]:
+        return [self._entry(row) for row, _ in rows]
 
     def _entry(self, row: Any) -> Entry:
         created = row.in_creation
@@ -509,8 +576,8 @@ class LockoutTable(Table):
             rows = rows.filter(attempt_time__lt=filters.end)
         return rows
 
-    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
-        return [self._entry(row) for row in rows]
+    def entries(self, rows: list[tuple[Any, Any]], known: Known) -> list[Entry]:
+        return [self._entry(row) for row, _ in rows]
 
     def _entry(self, row: Any) -> Entry:
         return Entry(
@@ -550,8 +617,8 @@ class LockoutLiftTable(Table):
             return None
         return super().filtered(filters)
 
-    def entries(self, rows: list[Any], earlier: list[Any], known: Known) -> list[Entry]:
-        return [self._entry(row) for row in rows]
+    def entries(self, rows: list[tuple[Any, Any]], known: Known) -> list[Entry]:
+        return [self._entry(row) for row, _ in rows]
 
     def _entry(self, row: Any) -> Entry:
         lockout = lockouts.Lockout(
@@ -607,19 +674,36 @@ def subject_id_for(ref: str) -> int | None:
 
 
 def _known(wanted: Iterable[tuple[type[Model], Any]]) -> Known:
+    """The names of ``wanted``, in one query over every model among them."""
     by_model: dict[type[Model], set[Any]] = {}
     for model, pk in wanted:
         by_model.setdefault(model, set()).add(pk)
     known = Known(names={}, subject_refs={})
-    for model, pks in by_model.items():
-        columns, name = NAMED_BY[model]
+    if not by_model:
+        return known
+    models = list(by_model)
+    reads = []
+    for position, model in enumerate(models):
+        columns, _ = NAMED_BY[model]
         # A subject's reference is read with its name: its page's address needs it.
-        read = ("ref", *columns) if model is Subject else columns
-        rows = model._default_manager.filter(pk__in=pks).order_by()
-        for pk, *values in rows.values_list("pk", *read):
-            if model is Subject:
-                known.subject_refs[pk] = values.pop(0)
-            known.names[(model, pk)] = name(*values)
+        read = {"ref", *columns} if model is Subject else set(columns)
+        reads.append(
+            model._default_manager.filter(pk__in=by_model[model])
+            .order_by()
+            .values(
+                named_by=Value(position),
+                named_pk=Cast("pk", TextField()),
+                named=JSONObject(**{column: F(column) for column in read}),
+            )
+        )
+    for found in reads[0].union(*reads[1:], all=True).order_by():
+        model = models[found["named_by"]]
+        pk = model._meta.pk.to_python(found["named_pk"])
+        columns, name = NAMED_BY[model]
+        values = found["named"]
+        if model is Subject:
+            known.subject_refs[pk] = values["ref"]
+        known.names[(model, pk)] = name(*(values[column] for column in columns))
     return known
 
 
@@ -628,27 +712,42 @@ def page(
 ) -> Page:
     """The ``size`` newest entries passing ``filters`` that are older than ``after`` (or
     ``oldest_first``, the oldest that are newer)."""
-    found: list[tuple[tuple[datetime, str, int], Table, Any]] = []
-    for table in tables():
-        rows = table.following(filters, after, size + 1, oldest_first=oldest_first)
-        found.extend((table.key(row), table, row) for row in rows)
-    found.sort(key=lambda item: item[0], reverse=not oldest_first)
-    shown = found[:size]
-    rows_of: dict[Table, list[Any]] = {}
-    for _, table, row in shown:
-        rows_of.setdefault(table, []).append(row)
-    earlier = {table: table.previous(rows) for table, rows in rows_of.items()}
+    # The kinds are ordered by their place in Python's order of their names, the order the
+    # cursor compares them in, whatever the database's collation would say.
+    ordered = sorted(tables(), key=lambda table: table.kind)
+    parts = [
+        part
+        for position, table in enumerate(ordered)
+        if (
+            part := table.following(
+                filters, after, size + 1, position=position, oldest_first=oldest_first
+            )
+        )
+        is not None
+    ]
+    if not parts:
+        return Page([], "")
+    sign = "" if oldest_first else "-"
+    merged = parts[0].union(*parts[1:], all=True)
+    if not merged.query.is_sliced:
+        # (A table read alone is already in the log's order and cut to the page.)
+        merged = merged.order_by(f"{sign}entry_at", f"{sign}entry_kind", f"{sign}entry_id")
+    found = list(merged[: size + 1])
+    rows_of: dict[Table, list[tuple[Any, Any]]] = {}
+    for item in found[:size]:
+        table = ordered[item["entry_kind"]]
+        before = item["entry_before"]
+        rows_of.setdefault(table, []).append(
+            (table.decoded(item["entry_row"]), None if before is None else table.decoded(before))
+        )
     # What the rows before point at is named too: a value a change replaced.
     known = _known(
         pair
         for table, rows in rows_of.items()
-        for pair in table.pointed_at([*rows, *earlier[table]])
+        for row, before in rows
+        for pair in table.pointed_at([row] if before is None else [row, before])
     )
-    entries = [
-        entry
-        for table, rows in rows_of.items()
-        for entry in table.entries(rows, earlier[table], known)
-    ]
+    entries = [entry for table, rows in rows_of.items() for entry in table.entries(rows, known)]
     entries.sort(key=lambda entry: (entry.at, entry.kind, entry.id), reverse=not oldest_first)
     more = len(found) > size
     return Page(entries, entries[-1].cursor.encode() if more and entries else "")

@@ -22,6 +22,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -40,6 +41,7 @@ from django.db.models import (
     Func,
     JSONField,
     Max,
+    Model,
     OuterRef,
     Q,
     QuerySet,
@@ -57,6 +59,7 @@ from ledger.models import (
     LedgerEntry,
     Memory,
     Recall,
+    Run,
     Snapshot,
     Source,
     Subject,
@@ -181,6 +184,11 @@ def rank_memories(
 # The newest rows of each type whose words match are ranked; an older match past these is
 # found by narrowing (a subject, some days).
 CANDIDATES_PER_TYPE = 200
+# Where each type looks first: its newest rows, this many (``_Kinds._recent_first``). A word in
+# one row of fifty fills its candidates there, at the same cost however big the table.
+# Then, while too few match, among ten times as many: a word rare among the newest rows
+# (a busy agent writing without it) may be common further on.
+RECENT_ROWS = 10_000
 # How much of a compaction a hit shows: the pieces of it that hold the query's words.
 SNAPSHOT_EXCERPT = 300
 # Where a compaction keeps text besides its narrative; a rejected one's problems name what
@@ -414,26 +422,58 @@ class _Kinds:
             else visible & Q(**{via.removesuffix("__"): self.subject})
         )
 
+    def _recent_first[M: Model, T](
+        self,
+        rows: QuerySet[M],
+        field: str,
+        take: Callable[[QuerySet[M], str], list[T]],
+        worded: Q | None = None,
+    ) -> list[T]:
+        """What ``take`` makes of ``rows`` (at most ``CANDIDATES_PER_TYPE`` of them, newest
+        by ``field`` first), looked for among the table's ``RECENT_ROWS`` newest rows first,
+        then, while too few match, among the next ``9 × RECENT_ROWS``, then the oldest.
+
+        A common word's matches are then a bounded handful of rows, whatever the size of the
+        table: PostgreSQL intersects the words' GIN index with the time index's range (its
+        edge read first from that index) rather than reading and sorting every match.
+        A rare word matches few rows in each part. A subject or days asked narrow by their
+        own index: the type is read at once. ``worded`` narrows the rows counted to those
+        that can hold words at all, as the type's time index does."""
+        if self.subject is not None or self.start is not None or self.end is not None:
+            return take(rows, field)
+        # Said in every part too, so that the time index, partial on it, serves the parts.
+        rest = worded or Q()
+        newest = rows.model._default_manager.filter(rest).order_by(f"-{field}", "-pk")
+        found: list[T] = []
+        for offset in (RECENT_ROWS, RECENT_ROWS * 10):
+            edge = list(newest.values_list(field, "pk")[offset : offset + 1])
+            if not edge:
+                break
+            at, pk = edge[0]
+            # The pk breaks ties on the time: rows written in one batch share it.
+            since = Q(**{f"{field}__gt": at}) | Q(**{field: at, "pk__gte": pk})
+            found += take(rows.filter(rest & since), field)[: CANDIDATES_PER_TYPE - len(found)]
+            if len(found) >= CANDIDATES_PER_TYPE:
+                return found
+            rest &= ~since
+        return found + take(rows.filter(rest), field)[: CANDIDATES_PER_TYPE - len(found)]
+
     def memories(self) -> list[Memory]:
         """Memories of any status: the one a complaint is about may have been corrected
         or deleted since (an erased one has no words left to match)."""
-        return list(
+        rows = (
             with_vectors(Memory.objects.all())
             .filter(
                 self._about("subject__"), self._matching("statement"), self._window("written_at")
             )
             .select_related("subject")
-            .order_by(_newest("written_at"), "-pk")[:CANDIDATES_PER_TYPE]
         )
+        return self._recent_first(rows, "written_at", _newest_rows)
 
     def ledger(self) -> list[_Row]:
-        rows = (
-            LedgerEntry.objects.filter(
-                self._about("subject__"), self._matching("fact"), self._window("recorded_at")
-            )
-            .select_related("subject")
-            .order_by(_newest("recorded_at"), "-pk")[:CANDIDATES_PER_TYPE]
-        )
+        rows = LedgerEntry.objects.filter(
+            self._about("subject__"), self._matching("fact"), self._window("recorded_at")
+        ).select_related("subject")
         return [
             _Row(
                 text=entry.fact,
@@ -450,7 +490,7 @@ class _Kinds:
                     detail=_ledger_detail(entry),
                 ),
             )
-            for entry in rows
+            for entry in self._recent_first(rows, "recorded_at", _newest_rows)
         ]
 
     def excerpts(self) -> list[_Row]:
@@ -475,9 +515,13 @@ class _Kinds:
         ).filter(about__in=Subject.objects.visible_to(self.viewer).values("pk"))
         if self.subject is not None:
             sources = sources.filter(about=self.subject.pk)
-        rows = sources.filter(self._matching("excerpt"), self._window("received_at")).order_by(
-            _newest("received_at"), "-pk"
-        )[:CANDIDATES_PER_TYPE]
+        rows = self._recent_first(
+            sources.filter(self._matching("excerpt"), self._window("received_at")),
+            "received_at",
+            _newest_rows,
+            # Most writes quote nothing: the newest sources may have no words for a while.
+            worded=~Q(excerpt=""),
+        )
         # One message is the source of every memory written from it: its excerpt once.
         seen: set[tuple[str, str]] = set()
         found: list[_Row] = []
@@ -510,19 +554,19 @@ class _Kinds:
     def goals(self) -> list[_Row]:
         """What agents asked to recall: each goal once per run (an agent asks again every
         turn), with how often and when last."""
-        rows = (
-            Recall.objects.filter(
-                self._about("subject__"), self._matching("goal"), self._window("recalled_at")
-            )
-            .order_by()
-            .values("goal", "run__ref", "subject__ref", "subject__display_name")
-            .annotate(last=Max("recalled_at"), reads=Count("pk"), latest=Max("pk"))
-            .order_by("-last", "-latest")[:CANDIDATES_PER_TYPE]
+        matching = Recall.objects.filter(
+            self._about("subject__"), self._matching("goal"), self._window("recalled_at")
         )
+        # A run's goal found among the newest recalls and again among the older ones is
+        # one goal: its newest finding says when last.
+        groups: dict[tuple[str, int | None, int], dict[str, Any]] = {}
+        for group in self._recent_first(matching, "recalled_at", take=_goals_by_run):
+            groups.setdefault((group["goal"], group["run_id"], group["subject_id"]), group)
+        reads = self._reads(groups.keys())
         found = []
-        for row in rows:
+        for key, row in groups.items():
             run = row["run__ref"]
-            reads = f"asked {row['reads']} time{'s' if row['reads'] != 1 else ''}"
+            asked = reads.get(key, 0)
             found.append(
                 _Row(
                     text=row["goal"],
@@ -537,11 +581,34 @@ class _Kinds:
                         at=row["last"],
                         subject_ref=row["subject__ref"],
                         subject_name=row["subject__display_name"] or row["subject__ref"],
-                        detail=reads,
+                        detail=f"asked {asked} time{'s' if asked != 1 else ''}",
                     ),
                 )
             )
         return found
+
+    def _reads(
+        self, groups: Iterable[tuple[str, int | None, int]]
+    ) -> dict[tuple[str, int | None, int], int]:
+        """How often each run asked each goal, in the window: counted apart, by run, since a
+        run's first asks may be older than the newest recalls its goal was found among."""
+        keys = list(groups)
+        if not keys:
+            return {}
+        runs = {run for _, run, _ in keys if run is not None}
+        runless = {subject for _, run, subject in keys if run is None}
+        counted = (
+            Recall.objects.filter(
+                Q(run_id__in=runs) | Q(run=None, subject_id__in=runless),
+                goal__in={goal for goal, _, _ in keys},
+                **({"subject": self.subject} if self.subject is not None else {}),
+            )
+            .filter(self._window("recalled_at"))
+            .order_by()
+            .values("goal", "run_id", "subject_id")
+            .annotate(reads=Count("pk"))
+        )
+        return {(row["goal"], row["run_id"], row["subject_id"]): row["reads"] for row in counted}
 
     def snapshots(self) -> list[_Row]:
         """Compactions: their narrative and every string of their document, pinned texts
@@ -578,6 +645,31 @@ class _Kinds:
                 )
             )
         return found
+
+
+def _newest_rows[M: Model](rows: QuerySet[M], field: str) -> list[M]:
+    return list(rows.order_by(_newest(field), "-pk")[:CANDIDATES_PER_TYPE])
+
+
+def _goals_by_run(recalls: QuerySet[Recall], field: str) -> list[dict[str, Any]]:
+    """Each goal once per run, newest asked first, with when last (how often is counted
+    apart: ``_Kinds._reads``)."""
+    subject = Subject.objects.filter(pk=OuterRef("subject_id")).order_by()
+    # The run's and the subject's names are looked up for each goal found, not joined to
+    # every recall matched: a join would read the runs and subjects tables whole.
+    groups = (
+        recalls.order_by()
+        .values("goal", "run_id", "subject_id")
+        .annotate(
+            last=Max(field),
+            latest=Max("pk"),
+            run__ref=Subquery(Run.objects.filter(pk=OuterRef("run_id")).order_by().values("ref")),
+            subject__ref=Subquery(subject.values("ref")),
+            subject__display_name=Subquery(subject.values("display_name")),
+        )
+        .order_by("-last", "-latest")[:CANDIDATES_PER_TYPE]
+    )
+    return [dict(group) for group in groups]
 
 
 def _newest(field: str) -> OrderBy:

@@ -23,6 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Protocol
 
 from ledger.rules.injections import INJECTIONS
@@ -662,11 +663,15 @@ def _credential(text: str) -> str | None:
     return None
 
 
+# Pages that show held memories ask again on every view, and a statement's reasons never
+# change (the rules are the code's): a page of 25 held cards cost 15 ms of patterns each time.
+@lru_cache(maxsize=4096)
 def finding(text: str) -> Finding | None:
     """The first reason ``text`` must wait for a person before agents are given it."""
     folded = unicodedata.normalize("NFKC", text)
     unmasked = _unmasked(text, hyphens=False)
-    for read in (folded, unmasked):
+    # Most texts read the same every way: each distinct reading is searched once, in order.
+    for read in dict.fromkeys((folded, unmasked)):
         if (kind := _credential(read)) is not None:
             return Finding(Category.CREDENTIAL, kind)
     words = (_plain(_joined(text)), _plain(_unmasked(text, hyphens=True)), _plain(unmasked))
@@ -681,7 +686,7 @@ def finding(text: str) -> Finding | None:
         (Category.STANDING_ORDER, orders, words),
     )
     for category, patterns, readings in rules:
-        for read in readings:
+        for read in dict.fromkeys(readings):
             if (match := _first(patterns, read)) is not None:
                 return Finding(
                     category,

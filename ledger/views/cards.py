@@ -200,7 +200,10 @@ class CardContext:
         memories: Iterable[Memory],
         conflicts: Iterable[Conflict],
         now: datetime | None = None,
+        usage: bool = True,
     ) -> CardContext:
+        """``usage=False`` leaves out how often each memory was used: a page that counts its
+        reads itself (the trace, bounded) spares the count over every read of the memory."""
         memories = list(memories)
         corrections = [str(m.pk) for m in memories if m.stated_by in CORRECTIONS]
         corrected_by: dict[str, str] = {}
@@ -209,11 +212,11 @@ class CardContext:
             corrected_by = {
                 str(pk): actor for pk, actor in created.values_list("id", "history_actor")
             }
-        usage: dict[str, Usage] = {}
-        if memories:
+        used: dict[str, Usage] = {}
+        if memories and usage:
             # One grouped query for every card, however many memories and reads.
             rows = RecallItem.objects.of_memories(memories).usage_per_memory()
-            usage = {
+            used = {
                 str(row["memory_id"]): Usage(row["conversations"], row["last_read"]) for row in rows
             }
         return cls(
@@ -221,7 +224,7 @@ class CardContext:
             viewer_label=Actor.label_for_user(viewer.get_username()),
             open_conflicts=conflict_map(conflicts),
             corrected_by=corrected_by,
-            usage=usage,
+            usage=used,
             may_withhold=access.may_withhold(viewer, subject),
             now=now or timezone.now(),
             write_policy=Policy.current(),

@@ -17,6 +17,7 @@ from django.db.models import Count, F, Max, Prefetch, Q, Window
 from django.db.models.functions import RowNumber
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.http import urlencode
 from django.views.decorators.http import require_GET
 
 from ledger import access
@@ -27,8 +28,9 @@ from ledger.reads.names import Names
 from ledger.reads.recall_log import ServedRead
 from ledger.rules.agents import Restriction
 from ledger.rules.holds import HELD_FOR_REVIEW
+from ledger.views.cards import CardContext, card_for
 from ledger.views.http import SignedInRequest
-from ledger.views.memories import describe, is_own, visible_memory
+from ledger.views.memories import is_own, visible_memory
 from ledger.views.presenting import day, source_words, status_words, steps
 
 # The latest reads of one version on its history page; the API lists them all.
@@ -41,6 +43,9 @@ READS_COUNTED = 1_000
 CHANGES_SHOWN = 20
 # Neighbours of the memory on its trace: enough to spot a pattern, the rest by search.
 NEIGHBOURS_SHOWN = 20
+# Versions of a chain of corrections on one page, newest first; the others a link away, so
+# a memory corrected hundreds of times is still one page of bounded cost.
+VERSIONS_SHOWN = 20
 
 
 @dataclass(frozen=True)
@@ -136,17 +141,23 @@ class Reach:
         return counted_words(self.since_change)
 
 
-def _chain(memory: Memory) -> list[Memory]:
-    """Every version of ``memory``, newest first: what it corrected, and what corrected it."""
-    ids = version_ids(memory)
+def _page_start(asked: str, memory: Memory, chain: list[uuid.UUID]) -> int:
+    """Where in ``chain`` (newest first) a page of versions starts: at ``asked`` (``?from=``,
+    the newest version a page shows, which the links between pages name), else at the page
+    that holds ``memory``. Pages start at multiples of ``VERSIONS_SHOWN`` from the newest."""
+    start = next((i for i, pk in enumerate(chain) if str(pk) == asked), chain.index(memory.pk))
+    return start // VERSIONS_SHOWN * VERSIONS_SHOWN
+
+
+def _versions(ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
+    """These versions of a chain, each with its subject, agent, run and sources."""
     sources = Source.objects.select_related("run")
     rows = (
         Memory.objects.filter(pk__in=ids)
         .select_related("subject", "agent", "run")
         .prefetch_related(Prefetch("sources", sources))
     )
-    by_id = {m.pk: m for m in rows}
-    return [by_id[pk] for pk in reversed(ids)]
+    return {m.pk: m for m in rows}
 
 
 @dataclass(frozen=True)
@@ -290,9 +301,11 @@ def _conflicts(chain: list[Memory]) -> list[Conflict]:
     )
 
 
-def _neighbourhood(request: SignedInRequest, memory: Memory, chain: list[Memory]) -> dict[str, Any]:
-    """Other memories from the same source and the same run, and that run's ledger entries."""
-    ids = [m.pk for m in chain]
+def _neighbourhood(
+    request: SignedInRequest, memory: Memory, ids: list[uuid.UUID]
+) -> dict[str, Any]:
+    """Other memories (than the versions ``ids``) from the same source and the same run, and
+    that run's ledger entries."""
     sources = list(memory.sources.all())
     refs = {s.ref for s in sources}
     runs = {s.run_id for s in sources if s.run_id is not None}
@@ -325,11 +338,17 @@ def _neighbourhood(request: SignedInRequest, memory: Memory, chain: list[Memory]
 @login_required
 @require_GET
 def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
-    """Every version of one memory: the chain of corrections, each with its history; for
-    support, the whole trace."""
+    """Every version of one memory, a page at a time: the chain of corrections, each with
+    its history; for support, the whole trace."""
     memory = visible_memory(request, pk)
     shown, changes_error = _shown_changes(request)
-    chain = _chain(memory)
+    ids = version_ids(memory)[::-1]
+    start = _page_start(request.GET.get("from", ""), memory, ids)
+    end = start + VERSIONS_SHOWN
+    # The page's versions, the one either side (what the first replaced, what replaced the
+    # last), the newest (what support may act on) and the memory asked about.
+    loaded = _versions([*ids[max(0, start - 1) : end + 1], ids[0], memory.pk])
+    chain = [loaded[pk] for pk in ids[start:end]]
     history = _changes(chain, shown)
     names = Names.for_labels(
         request.user,
@@ -342,14 +361,15 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     reads = _latest_reads(chain) if staff else {}
     reach = _reach(chain, changed) if staff else {}
     decisions = _decisions(chain) if staff else {}
-    conflicts = _conflicts(chain)
+    current = loaded[memory.pk]
+    conflicts = _conflicts([*chain, current])
     versions = []
-    for index, m in enumerate(chain):
+    for index, m in enumerate(chain, start=start):
         kept = history.get(m.pk)
         # Who wrote this version: for a dashboard correction, who corrected it.
         wrote = names.who(kept.first.history_actor) if kept else "someone unrecorded"
         sources = [(s, *source_words(s, corrected_by=wrote)) for s in m.sources.all()]
-        replaced_by = chain[index - 1] if index > 0 else None
+        replaced_by = loaded[ids[index - 1]] if index > 0 else None
         decided = decisions.get(m.pk, [])
         versions.append(
             {
@@ -360,7 +380,8 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
                 "steps": _steps(kept, names),
                 "changes_left_out": kept.left_out if kept else 0,
                 "current": m.pk == memory.pk,
-                "replaced": chain[index + 1] if index + 1 < len(chain) else None,
+                "latest": index == 0,
+                "replaced": loaded[ids[index + 1]] if index + 1 < len(ids) else None,
                 "replaced_by": replaced_by,
                 "conflicts": [
                     c
@@ -374,7 +395,6 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
                 "reads": reads.get(m.pk, []),
             }
         )
-    current = next(m for m in chain if m.pk == memory.pk)
     own = is_own(request, memory.subject)
     context: dict[str, Any] = {
         "memory": memory,
@@ -385,18 +405,38 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         # The version that accepted a memory links to the policy's history, for who may open it.
         "policy_link": access.may_administer(request.user),
         "changes_shown": shown,
-        "more_changes": shown + CHANGES_SHOWN,
         "changes_error": changes_error,
+        "latest": loaded[ids[0]],
+        "latest_status": status_words(loaded[ids[0]], by_revert=False),
+        "versions_shown": VERSIONS_SHOWN,
+        "newer_from": ids[max(0, start - VERSIONS_SHOWN)] if start else None,
+        "older_from": ids[end] if end < len(ids) else None,
     }
+    # "Show more" changes stays on this page of versions.
+    more: dict[str, Any] = {"changes": shown + CHANGES_SHOWN}
+    if start != _page_start("", memory, ids):
+        more["from"] = ids[start]
+    context["more_changes"] = urlencode(more)
     if staff:
-        context.update(_neighbourhood(request, current, chain))
+        context.update(_neighbourhood(request, current, ids))
         context["open_conflicts"] = [
             c
             for c in conflicts
             if c.status == Conflict.Status.OPEN and any(x.pk == memory.pk for x in c.memories.all())
         ]
         if not own:
-            # Support's own actions on the memory, each asking why.
-            context["card"] = describe(request, current)
+            # Support's own actions on the memory, each asking why. Only the card's actions
+            # are shown: its conflicts are listed above and its reach counted, bounded, so
+            # neither is loaded again (a count over every read the memory ever had).
+            context["card"] = card_for(
+                current,
+                CardContext.load(
+                    viewer=request.user,
+                    subject=memory.subject,
+                    memories=[current],
+                    conflicts=(),
+                    usage=False,
+                ),
+            )
     status = 400 if changes_error else 200
     return render(request, "ledger/memory_history.html", context, status=status)

@@ -1,6 +1,7 @@
 """The benchmark: a realistic dataset at scale, and every hot path measured beside its floor.
 
-``data`` builds the dataset with set-based SQL (``python -m tools.bench data``); ``paths`` is
+``data`` builds the dataset with set-based SQL (``python -m tools.bench data``), from
+``vocabulary``'s names and word lists, by ``builder``'s steps; ``paths`` is
 the one table of what is measured; ``run`` starts gunicorn and a Celery worker against the
 data, drives them from a bounded async client on loopback and writes ``docs/benchmarks.md``
 (``python -m tools.bench run``); ``commands`` holds both commands. Tooling, not domain code:

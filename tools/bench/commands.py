@@ -11,7 +11,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connection
 
-from tools.bench import data, run
+from tools.bench import data, run, vocabulary
 
 # Read by ``django.setup()``, which has run before a command parses its arguments: not offered.
 TOO_LATE = {"--settings", "--pythonpath"}
@@ -42,7 +42,7 @@ class BenchData(BaseCommand):
         for label, count in info.counts.items():
             self.stdout.write(f"  {label}: {count:,}")
         self.stdout.write(
-            f"Built in {info.build_seconds:.0f} s. Subject with {data.BIG_SUBJECT} memories: "
+            f"Built in {info.build_seconds:.0f} s. Subject with {vocabulary.BIG_SUBJECT} memories: "
             f"{info.big_subject}; memory with the long history: {info.history_memory}."
         )
         self.stdout.write(f"Bench agent key (read, write): {info.key}")

@@ -19,7 +19,7 @@ import psycopg
 from django.db import models
 
 from ledger.models import Memory, Source
-from tools.bench.data import columns_of, history_model
+from tools.bench.builder import columns_of, history_model
 
 _READS = ("SELECT", "SAVEPOINT", "RELEASE", "ROLLBACK TO", "SET", "SHOW")
 

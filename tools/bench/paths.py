@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import quote
 
-from tools.bench.data import WORDS
+from tools.bench.vocabulary import WORDS
 
 Who = Literal["agent", "support", "admin"]
 Floor = Literal["replay", "ranking", "trivial", "inserts"]

@@ -70,6 +70,15 @@ def _floors(path: dict[str, Any]) -> str:
     return "; ".join(cells) or NONE
 
 
+def _layers(path: dict[str, Any]) -> str:
+    """Where an in-process request's time goes (``tools.bench.layers``): a regression's layer."""
+    shares = path.get("shares") or {}
+    if not shares:
+        return NONE
+    split = " / ".join(f"{shares[layer]:.0f} %" for layer in ("sql", "python", "rendering"))
+    return f"{_ms(path.get('in_process_ms'))}: {split}"
+
+
 def render(results: dict[str, Any]) -> str:
     scale = int(results["scale"])
     machine = results["machine"]
@@ -93,21 +102,23 @@ def render(results: dict[str, Any]) -> str:
         + ", ".join(f"{dataset[name]:,} {name}" for name in _counted(dataset))
         + f"; built in {dataset['build_seconds']:.0f} s.",
         "",
-        "| path | p50 | p99 | requests/s | queries | KiB | floor in the same run, p50 (ratio) |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| path | p50 | p99 | requests/s | queries | KiB | floor in the same run, p50 (ratio) "
+        "| in-process: SQL / Python / rendering |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for path in results["paths"]:
         lines.append(
             f"| {path['name']} | {_ms(path['p50_ms'])} | {_ms(path['p99_ms'])} | "
             f"{_number(path['rps'])} | {_number(path['queries'])} | "
-            f"{NONE if path['kib'] is None else path['kib']} | {_floors(path)} |"
+            f"{NONE if path['kib'] is None else path['kib']} | {_floors(path)} | "
+            f"{_layers(path)} |"
         )
     share = NONE if sweep["share"] is None else f"{sweep['share'] * 100:.0f} % of the floor"
     lines.append(
         f"| expiry sweep, in-process (rolled back) | {_number(sweep['rows_per_s'], ' rows/s')} "
         f"| {NONE} | {NONE} | {_number(sweep['queries_per_batch'])} per 500 rows | {NONE} | "
         f"one UPDATE + one history INSERT … SELECT: "
-        f"{_number(sweep['floor_rows_per_s'], ' rows/s')} ({share}) |"
+        f"{_number(sweep['floor_rows_per_s'], ' rows/s')} ({share}) | {NONE} |"
     )
     lines += [
         "",

@@ -4,7 +4,8 @@ Order of a run:
 
 1. In-process, with Django's test client against the benchmark database: each path's
    queries per request (``CaptureQueriesContext``, after warm-up requests) and the SQL its
-   floors replay.
+   floors replay; then a batch of requests timed by layer (``layers``: SQL, Python,
+   rendering), so that a regression points at its layer.
 2. gunicorn (sync workers, DEBUG off, the connection pool on, Redis for the rate limits)
    on loopback, and rounds: in each, every path's batch of requests then each of its
    floors' batch, so that noise on this machine hits a path and its floor alike. Then a
@@ -38,6 +39,7 @@ from celery import Celery
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import connection, connections, transaction
+from django.db.models import Count
 from django.test import Client as DjangoClient
 from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
@@ -45,8 +47,9 @@ from django.test.utils import CaptureQueriesContext
 from ledger.actions.expiry import expire_due
 from ledger.models import Agent, Subject
 from memoryadmin.celery import app as celery_app
-from tools.bench import data, report, retrieval
+from tools.bench import data, report, retrieval, vocabulary
 from tools.bench.floors import Replay, SweepFloor, WriteInserts, ranking_statement
+from tools.bench.layers import Layers, timed_request
 from tools.bench.load import Client, Samples
 from tools.bench.paths import PATHS, Ask, BenchPath, Fixture
 from tools.bench.retrieval import RetrievalResult
@@ -91,6 +94,10 @@ class PathResult:
     rps: float | None = None
     queries: int | None = None
     kib: float | None = None
+    # In-process (the test client): a request's time, and the percentage of it spent in
+    # each layer (``layers.LAYERS``).
+    in_process_ms: float | None = None
+    shares: dict[str, float] = field(default_factory=dict)
     floors: list[FloorResult] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
 
@@ -160,7 +167,7 @@ def run(options: Options, *, say: Callable[[str], None] = print) -> Results:
     # The ORM stays out of the event loop: the floors' rows are looked up here.
     inserts = WriteInserts(
         subject_id=Subject.objects.get(ref=fixture.subject(0)).pk,
-        agent_id=Agent.objects.get(name=data.BENCH_AGENT).pk,
+        agent_id=Agent.objects.get(name=vocabulary.BENCH_AGENT).pk,
     )
     web_rss = asyncio.run(
         _over_http(options, fixture, headers, captured, results, inserts, env, say)
@@ -195,10 +202,12 @@ def run(options: Options, *, say: Callable[[str], None] = print) -> Results:
 
 
 def _fixture(info: data.Info) -> Fixture:
-    # Subjects of a handful of memories, memory not paused: the agent's everyday calls.
+    # Subjects of a handful of memories, memory not paused: the agent's everyday calls (not
+    # one of the few with hundreds, which the writes would push past the policy's cap).
     subjects = list(
         Subject.objects.filter(memory_paused=False)
-        .exclude(ref=info.big_subject)
+        .annotate(held=Count("memories"))
+        .filter(held__lte=max(vocabulary.SMALL_SIZES))
         .order_by("?")
         .values_list("ref", flat=True)[:200]
     )
@@ -250,9 +259,11 @@ def _capture(
     path: BenchPath, fixture: Fixture, headers: dict[str, dict[str, str]], options: Options
 ) -> tuple[PathResult, tuple[str, ...]]:
     """Queries per request and the SQL of one request, with the settings gunicorn runs
-    under (Redis for the rate limits, so no query counts a request)."""
+    under (Redis for the rate limits, so no query counts a request); then a batch of
+    requests timed by layer, apart from the capture, which costs time of its own."""
     result = PathResult(path.name)
     client = _django_client(headers[path.who])
+    layers = Layers()
     with override_settings(
         REDIS_URL=options.redis_url,
         MEMORYADMIN_RATE_READS=UNLIMITED,
@@ -262,11 +273,19 @@ def _capture(
             _request(client, path.ask(fixture, next(_IN_PROCESS)))
         with CaptureQueriesContext(connection) as queries:
             response = _request(client, path.ask(fixture, next(_IN_PROCESS)))
+        # Read before the next request, whose start empties the queries' log.
+        statements = tuple(q["sql"] for q in queries.captured_queries)
+        for _ in range(options.batch):
+            ask = path.ask(fixture, next(_IN_PROCESS))
+            with timed_request(layers):
+                _request(client, ask)
     if response.status_code != path.status:
         result.failures.append(f"in-process: {response.status_code} {response.content[:200]!r}")
-    result.queries = len(queries.captured_queries)
+    result.queries = len(statements)
     result.kib = round(len(response.content) / 1024, 1)
-    return result, tuple(q["sql"] for q in queries.captured_queries)
+    result.in_process_ms = layers.ms_per_request()
+    result.shares = layers.shares()
+    return result, statements
 
 
 # --- over HTTP ------------------------------------------------------------------------------
@@ -323,7 +342,10 @@ async def _over_http(
         web = stack.enter_context(
             gunicorn(env, workers=options.workers, log=options.logs / "bench-gunicorn.log")
         )
-        raw = stack.enter_context(psycopg.connect(env["DATABASE_URL"], autocommit=True))
+        # The floors' statements run with the session settings the application's run with.
+        raw = stack.enter_context(
+            psycopg.connect(env["DATABASE_URL"], autocommit=True, options=settings.POSTGRES_SESSION)
+        )
         client = Client(web.base, limit=options.concurrency)
         try:
             runners = [
@@ -422,7 +444,7 @@ def _sweep(
     floor = SweepFloor(SWEEP_BATCH)
     rows = seconds = floor_rows = floor_seconds = 0.0
     queries = 0
-    with psycopg.connect(database.url, autocommit=True) as raw:
+    with psycopg.connect(database.url, autocommit=True, options=settings.POSTGRES_SESSION) as raw:
         for _ in range(options.sweep_rounds):
             done, spent, asked = _sweep_round(options.sweep_batches)
             rows, seconds, queries = rows + done, seconds + spent, queries + asked
@@ -452,13 +474,28 @@ def _sweep_round(batches: int) -> tuple[int, float, int]:
     return done.memories + done.ledger_entries, spent, len(queries.captured_queries)
 
 
+DUE = "FROM ledger_memory WHERE status IN ('active', 'pending') AND expires_at <= now()"
+# The history tables the sweep writes to: it is done when each is sealed up to its last row.
+SWEPT_HISTORY = ("ledger_historicalmemory", "ledger_historicalledgerentry")
+UNSEALED = " OR ".join(
+    f"EXISTS (SELECT 1 FROM {table} WHERE history_id > COALESCE((SELECT max(row_id) FROM "
+    f"ledger_auditseal WHERE \"table\" = '{table}'), 0))"
+    for table in SWEPT_HISTORY
+)
+
+
 def _due(url: str) -> int:
     with psycopg.connect(url, autocommit=True) as conn:
-        found = conn.execute(
-            "SELECT count(*) FROM ledger_memory WHERE status IN ('active', 'pending') "
-            "AND expires_at <= now()"
-        ).fetchone()
+        found = conn.execute(f"SELECT count(*) {DUE}").fetchone()
     return int(found[0]) if found else 0
+
+
+def _busy(conn: psycopg.Connection[Any]) -> bool:
+    """Whether any row is still due or any history row unsealed: two index probes, so the
+    poll costs the same at any scale (a count of the due rows, every 0.2 s, took half a
+    core from the worker it measured at 1,000,000)."""
+    found = conn.execute(f"SELECT EXISTS (SELECT 1 {DUE}) OR {UNSEALED}").fetchone()
+    return bool(found and found[0])
 
 
 def _worker_sweep(
@@ -486,24 +523,28 @@ def _worker_sweep(
 def _sweep_in_worker(
     target: Database, options: Options, env: dict[str, str], result: SweepResult
 ) -> None:
-    """The sweep task sent to a worker on ``target``, until nothing there is due."""
+    """The sweep task sent to a worker on ``target``, until nothing there is due and every
+    history row it wrote is sealed: the same work at every scale (when a task's batches run
+    out, the sealers its commits queued run before it goes on, in the same worker)."""
     due = _due(target.url)
     worker_env = {**env, "DATABASE_URL": target.url, "CELERY_BROKER_URL": options.redis_url}
-    with celery_worker(worker_env, log=options.logs / "bench-celery.log") as worker:
+    with (
+        celery_worker(worker_env, log=options.logs / "bench-celery.log") as worker,
+        psycopg.connect(target.url, autocommit=True) as poll,
+    ):
         started = time.monotonic()
         Celery(broker=options.redis_url).send_task("ledger.tasks.expire_due")
-        left = due
         deadline = started + 3600
-        while left and time.monotonic() < deadline:
+        while _busy(poll) and time.monotonic() < deadline:
             time.sleep(0.2)
-            left = _due(target.url)
         spent = time.monotonic() - started
+        left = _due(target.url)
         result.worker_rows = due - left
         result.worker_seconds = round(spent, 2)
         if due - left:
             result.worker_rows_per_s = round((due - left) / spent)
-        if left:
-            result.failures.append(f"The worker left {left} of {due} due rows.")
+        if left or _busy(poll):
+            result.failures.append(f"The worker left {left} of {due} due rows or some unsealed.")
         result.worker_peak_mib = round(worker.peak_rss_kib() / 1024, 1)
 
 
