@@ -182,3 +182,17 @@ def test_a_long_chain_of_corrections_comes_a_page_of_versions_at_a_time(
     _, linked = page(sam, original)
     assert f'id="version-{original.pk}"' in linked
     assert "Older versions" not in linked
+
+
+def test_a_page_of_versions_from_no_version_of_the_chain_is_refused_with_the_reason(
+    memory: Memory, people: dict[str, User]
+) -> None:
+    sam = signed_in(people["sam"])
+    url = reverse("memory-history", args=[memory.pk])
+    response = sam.get(f"{url}?from=garbage<b>")
+    assert response.status_code == 400
+    text = response.content.decode()
+    assert "“garbage&lt;b&gt;” is no version of this memory." in text
+    # The page that holds the memory is still shown below the reason.
+    assert f'id="version-{memory.pk}"' in text
+    assert sam.get(f"{url}?from={memory.pk}").status_code == 200

@@ -141,12 +141,15 @@ class Reach:
         return counted_words(self.since_change)
 
 
-def _page_start(asked: str, memory: Memory, chain: list[uuid.UUID]) -> int:
+def _page_start(asked: str, memory: Memory, chain: list[uuid.UUID]) -> tuple[int, str]:
     """Where in ``chain`` (newest first) a page of versions starts: at ``asked`` (``?from=``,
     the newest version a page shows, which the links between pages name), else at the page
-    that holds ``memory``. Pages start at multiples of ``VERSIONS_SHOWN`` from the newest."""
-    start = next((i for i, pk in enumerate(chain) if str(pk) == asked), chain.index(memory.pk))
-    return start // VERSIONS_SHOWN * VERSIONS_SHOWN
+    that holds ``memory``; and what is wrong with ``asked``, if it is no version of the
+    chain. Pages start at multiples of ``VERSIONS_SHOWN`` from the newest."""
+    found = next((i for i, pk in enumerate(chain) if str(pk) == asked), None)
+    start = chain.index(memory.pk) if found is None else found
+    problem = f"“{asked[:40]}” is no version of this memory." if asked and found is None else ""
+    return start // VERSIONS_SHOWN * VERSIONS_SHOWN, problem
 
 
 def _versions(ids: list[uuid.UUID]) -> dict[uuid.UUID, Memory]:
@@ -343,7 +346,7 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     memory = visible_memory(request, pk)
     shown, changes_error = _shown_changes(request)
     ids = version_ids(memory)[::-1]
-    start = _page_start(request.GET.get("from", ""), memory, ids)
+    start, from_error = _page_start(request.GET.get("from", ""), memory, ids)
     end = start + VERSIONS_SHOWN
     # The page's versions, the one either side (what the first replaced, what replaced the
     # last), the newest (what support may act on) and the memory asked about.
@@ -406,6 +409,7 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
         "policy_link": access.may_administer(request.user),
         "changes_shown": shown,
         "changes_error": changes_error,
+        "from_error": from_error,
         "latest": loaded[ids[0]],
         "latest_status": status_words(loaded[ids[0]], by_revert=False),
         "versions_shown": VERSIONS_SHOWN,
@@ -414,7 +418,7 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
     }
     # "Show more" changes stays on this page of versions.
     more: dict[str, Any] = {"changes": shown + CHANGES_SHOWN}
-    if start != _page_start("", memory, ids):
+    if start != _page_start("", memory, ids)[0]:
         more["from"] = ids[start]
     context["more_changes"] = urlencode(more)
     if staff:
@@ -438,5 +442,5 @@ def memory_history(request: SignedInRequest, pk: uuid.UUID) -> HttpResponse:
                     usage=False,
                 ),
             )
-    status = 400 if changes_error else 200
+    status = 400 if changes_error or from_error else 200
     return render(request, "ledger/memory_history.html", context, status=status)
